@@ -1,0 +1,618 @@
+"""Pointer-generator (See et al. 2017) around any encoder-decoder of 🤗 Transformers.
+
+    P(w) = p_gen * P_vocab(w) + (1 - p_gen) * sum_{i : x_i = w} a_i
+
+P_vocab comes from the base's LM head, a (the pointer distribution over source positions) from a dedicated attention
+or from the base's cross-attention, and p_gen from a copy switch. Source words outside the vocabulary carry extended
+ids `vocab_size + k` (k = index of that distinct word in its example) and can only be copied.
+
+Shapes: B = batch, T = target positions in this call, S = source positions, V = base vocabulary (output width),
+N = extended (copy-only) slots in the batch, D = hidden sizes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoModelForSeq2SeqLM, GenerationMixin, PreTrainedModel
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers.generation import LogitsProcessorList
+from transformers.modeling_outputs import Seq2SeqLMOutput
+
+from .configuration_pointer_generator import PointerGeneratorConfig
+from .generation_pointer_generator import ExtendedVocabularyLogitsProcessor
+
+# 5.24 renamed the cache argument and output field from `past_key_values` to `cache`; support both releases.
+_CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
+
+# Floor for copy mass before the log: keeps log finite (and its gradient free of inf * 0) where a word receives no
+# attention; adds at most S * 1e-30 to any distribution.
+_COPY_MASS_FLOOR = 1e-30
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The mixture: one definition, used by the training loss (gold ids only) and by generation/evaluation (all ids).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def mix_log_probs(log_p_vocab: torch.Tensor, copy_mass: torch.Tensor, switch_logit: torch.Tensor) -> torch.Tensor:
+    """log(p_gen * P_vocab(w) + (1 - p_gen) * copy_mass(w)), computed in log space.
+
+    Mixing in log space keeps the result finite when p_gen saturates at 0 or 1 (where the probability-space form takes
+    log(0)). All arguments broadcast against each other; `switch_logit` is logit(p_gen) (+inf/-inf force generate/copy).
+    """
+    log_p_gen = F.logsigmoid(switch_logit)
+    log_p_copy = F.logsigmoid(-switch_logit)
+    return torch.logaddexp(log_p_gen + log_p_vocab, log_p_copy + copy_mass.clamp_min(_COPY_MASS_FLOOR).log())
+
+
+def gold_log_probs(
+    vocab_logits: torch.Tensor,
+    pointer_attention: torch.Tensor,
+    extended_input_ids: torch.Tensor,
+    switch_logit: torch.Tensor,
+    labels: torch.Tensor,
+) -> torch.Tensor:
+    """log P(labels) under the mixture, without building the (B, T, V + N) distribution.
+
+    Args:
+        vocab_logits: (B, T, V) raw LM-head scores.
+        pointer_attention: (B, T, S) pointer distribution over source positions.
+        extended_input_ids: (B, S) source ids in the extended vocabulary.
+        switch_logit: (B, T) logit(p_gen).
+        labels: (B, T) extended ids; negative entries (ignored positions) give arbitrary values.
+    Returns:
+        (B, T) float32 log-probabilities.
+    """
+    vocab_size = vocab_logits.shape[-1]
+    labels = labels.clamp_min(0)
+    in_vocab = labels < vocab_size
+    # The log-partition is what the base's own cross-entropy pays; only the gold entry is gathered.
+    log_z = torch.logsumexp(vocab_logits.float(), dim=-1)  # (B, T)
+    gold_logit = vocab_logits.gather(-1, torch.where(in_vocab, labels, 0).unsqueeze(-1)).squeeze(-1).float()
+    log_p_vocab = torch.where(in_vocab, gold_logit - log_z, -torch.inf)  # (B, T)
+    # Copy mass of the gold word: attention summed over the source positions holding it.
+    is_gold = extended_input_ids.unsqueeze(1) == labels.unsqueeze(-1)  # (B, T, S)
+    copy_mass = (pointer_attention.float() * is_gold).sum(-1)  # (B, T)
+    return mix_log_probs(log_p_vocab, copy_mass, switch_logit.float())
+
+
+def extended_log_probs(
+    vocab_logits: torch.Tensor,
+    pointer_attention: torch.Tensor,
+    extended_input_ids: torch.Tensor,
+    switch_logit: torch.Tensor,
+    num_extended_slots: int,
+) -> torch.Tensor:
+    """The full mixture: (B, T, V + N) float32 log-probabilities.
+
+    Built from log_softmax plus a sparse update at the source ids: no vocabulary-wide scatter buffer.
+    Slots a row does not have stay at -inf.
+    """
+    batch_size, target_len, _ = vocab_logits.shape
+    log_p_gen = F.logsigmoid(switch_logit.float()).unsqueeze(-1)  # (B, T, 1)
+    log_p_vocab = F.log_softmax(vocab_logits.float(), dim=-1)  # (B, T, V)
+    log_p_vocab = F.pad(log_p_vocab, (0, num_extended_slots), value=-torch.inf)  # (B, T, V + N)
+    source_ids = extended_input_ids.unsqueeze(1).expand(batch_size, target_len, -1)  # (B, T, S)
+    # Mass per source word: attention summed over every position holding the same word. An S x S comparison is far
+    # cheaper than a (B, T, V + N) scatter buffer for any realistic vocabulary.
+    same_word = (extended_input_ids.unsqueeze(2) == extended_input_ids.unsqueeze(1)).float()  # (B, S, S)
+    word_mass = torch.bmm(pointer_attention.float(), same_word)  # (B, T, S)
+    mixed_at_source = mix_log_probs(log_p_vocab.gather(-1, source_ids), word_mass, switch_logit.float().unsqueeze(-1))
+    # Positions holding the same word write the same value, so the scatter order does not matter.
+    return (log_p_vocab + log_p_gen).scatter(-1, source_ids, mixed_at_source)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Layers
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class PointerAttention(nn.Module):
+    """Single-head bilinear attention from decoder states over encoder states, with optional coverage.
+
+    score(t, i) = (q_t W_k) . h_i / sqrt(A) + c_i^t * w(q_t), where c^t is the sum of earlier attentions. Folding the
+    key projection into the query means encoder states are never re-projected, so nothing extra needs caching.
+    """
+
+    def __init__(self, decoder_dim: int, encoder_dim: int, attention_dim: int, coverage: bool):
+        super().__init__()
+        self.query = nn.Linear(decoder_dim, attention_dim)
+        self.key = nn.Linear(encoder_dim, attention_dim, bias=False)
+        self.scale = 1.0 / math.sqrt(attention_dim)
+        # Per-query weight of the coverage feature; zero-initialised so coverage starts neutral and learns its sign.
+        self.coverage_weight = nn.Linear(decoder_dim, 1) if coverage else None
+
+    def forward(
+        self,
+        decoder_states: torch.Tensor,
+        encoder_states: torch.Tensor,
+        encoder_mask: torch.Tensor | None,
+        coverage: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """
+        Args:
+            decoder_states: (B, T, D_dec); encoder_states: (B, S, D_enc); encoder_mask: (B, S), 1 = attend.
+            coverage: (B, S) attention summed over the target positions before this call, or None (zeros).
+        Returns:
+            attention (B, T, S) float32, and the per-step coverage before each step (B, T, S) (None without coverage).
+        """
+        query = self.query(decoder_states) @ self.key.weight  # (B, T, D_enc)
+        scores = torch.bmm(query, encoder_states.transpose(1, 2)).float() * self.scale  # (B, T, S)
+        if encoder_mask is not None:
+            scores = scores.masked_fill(~encoder_mask.bool().unsqueeze(1), torch.finfo(scores.dtype).min)
+        if self.coverage_weight is None:
+            return scores.softmax(-1), None
+        weight = self.coverage_weight(decoder_states).float()  # (B, T, 1)
+        if coverage is None:
+            coverage = scores.new_zeros(scores.shape[0], scores.shape[2])
+        # Coverage is recurrent by definition (step t attends given the attention of steps < t): loop over the T
+        # positions of this call; every step is vectorised over batch and source.
+        attentions, coverages = [], []
+        for t in range(scores.shape[1]):
+            coverages.append(coverage)
+            step = (scores[:, t] + weight[:, t] * coverage).softmax(-1)  # (B, S)
+            attentions.append(step)
+            coverage = coverage + step
+        return torch.stack(attentions, 1), torch.stack(coverages, 1)
+
+
+class PointerGeneratorCache(EncoderDecoderCache):
+    """The base's encoder-decoder cache plus per-hypothesis pointer coverage, reordered with it during beam search."""
+
+    def __init__(self, *caches):
+        super().__init__(*caches)
+        self.pointer_coverage: torch.Tensor | None = None  # (B, S)
+
+    @classmethod
+    def wrap(cls, cache: EncoderDecoderCache) -> "PointerGeneratorCache":
+        wrapped = cls(cache.self_attention_cache, cache.cross_attention_cache)
+        wrapped.is_updated = dict(cache.is_updated)
+        return wrapped
+
+    def reorder_cache(self, beam_idx: torch.LongTensor):
+        super().reorder_cache(beam_idx)
+        if self.pointer_coverage is not None:
+            self.pointer_coverage = self.pointer_coverage.index_select(0, beam_idx.to(self.pointer_coverage.device))
+
+    def batch_repeat_interleave(self, repeats: int):
+        super().batch_repeat_interleave(repeats)
+        if self.pointer_coverage is not None:
+            self.pointer_coverage = self.pointer_coverage.repeat_interleave(repeats, dim=0)
+
+    def batch_select_indices(self, indices: torch.Tensor):
+        super().batch_select_indices(indices)
+        if self.pointer_coverage is not None:
+            self.pointer_coverage = self.pointer_coverage[indices]
+
+    def reset(self):
+        super().reset()
+        self.pointer_coverage = None
+
+
+@dataclass
+class PointerGeneratorSeq2SeqLMOutput(Seq2SeqLMOutput):
+    """`Seq2SeqLMOutput` whose `logits` are log-probabilities over the extended vocabulary (B, T, V + N).
+
+    Extra fields (with `output_pointer=True`): `p_gen` (B, T), `pointer_attentions` (B, T, S); `coverage_loss` when
+    coverage is on and labels are given.
+    """
+
+    p_gen: torch.FloatTensor | None = None
+    pointer_attentions: torch.FloatTensor | None = None
+    coverage_loss: torch.FloatTensor | None = None
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Model
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class PointerGeneratorPreTrainedModel(PreTrainedModel):
+    config_class = PointerGeneratorConfig
+    base_model_prefix = "base"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_flex_attn = True
+    _can_compile_fullgraph = False
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module):
+        # Only our own layers reach this: the wrapped base is a PreTrainedModel and initialises itself.
+        if isinstance(module, CopySwitch):
+            # Zero weights: p_gen starts at sigmoid(p_gen_bias_init) everywhere.
+            module.weight.zero_()
+            module.bias.fill_(self.config.p_gen_bias_init)
+        elif self.pointer is not None and module is self.pointer.coverage_weight:
+            module.weight.zero_()
+            module.bias.zero_()
+        elif isinstance(module, nn.Linear):
+            module.weight.normal_(0.0, getattr(self.config.base_config, "init_std", None) or 0.02)
+            if module.bias is not None:
+                module.bias.zero_()
+
+
+class CopySwitch(nn.Linear):
+    """p_gen logit from [pointer context; decoder state; decoder input embedding]."""
+
+    def __init__(self, input_dim: int):
+        super().__init__(input_dim, 1)
+
+    def forward(self, context: torch.Tensor, decoder_states: torch.Tensor, input_embeds: torch.Tensor) -> torch.Tensor:
+        features = torch.cat([context.to(decoder_states.dtype), decoder_states, input_embeds], dim=-1)  # (B, T, ·)
+        return super().forward(features).squeeze(-1).float()  # (B, T)
+
+
+class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, GenerationMixin):
+    r"""
+    A pointer-generator around an encoder-decoder: the base's weights are reused unchanged; a copy switch and (by
+    default) a dedicated pointer attention are added.
+
+    ```python
+    >>> import hf_pgen
+    >>> from transformers import AutoModelForSeq2SeqLM
+    >>> base = AutoModelForSeq2SeqLM.from_pretrained("Helsinki-NLP/opus-mt-en-de")
+    >>> model = hf_pgen.PointerGeneratorForConditionalGeneration.from_base(base, coverage=True)
+    ```
+    """
+
+    accepts_loss_kwargs = True
+
+    def __init__(self, config: PointerGeneratorConfig, base_model: PreTrainedModel | None = None):
+        super().__init__(config)
+        if base_model is None:
+            attn = "eager" if config.pointer == "cross_attention" else config.base_config._attn_implementation
+            base_model = AutoModelForSeq2SeqLM.from_config(config.base_config, attn_implementation=attn)
+        self.base = base_model
+        decoder_dim = _hidden_size(config.base_config, "decoder")
+        encoder_dim = _hidden_size(config.base_config, "encoder")
+        embed_dim = self.base.get_input_embeddings().embedding_dim
+        if config.pointer == "dedicated":
+            self.pointer = PointerAttention(
+                decoder_dim, encoder_dim, config.pointer_attention_dim or decoder_dim, coverage=config.coverage
+            )
+        else:
+            self.pointer = None
+        self.copy_switch = CopySwitch(encoder_dim + decoder_dim + embed_dim)
+        self.post_init()
+
+    # -- construction ---------------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_base(
+        cls, base_model_or_path: PreTrainedModel | str, base_model_kwargs: dict | None = None, **copy_settings
+    ) -> "PointerGeneratorForConditionalGeneration":
+        """Wrap a pretrained encoder-decoder; every base weight is reused, only the copy parameters are new.
+
+        Args:
+            base_model_or_path: a loaded `*ForConditionalGeneration` model, or a Hub id / local folder to load with
+                `AutoModelForSeq2SeqLM.from_pretrained(base_model_or_path, **base_model_kwargs)`.
+            copy_settings: fields of [`PointerGeneratorConfig`] (`pointer`, `coverage`, `coverage_weight`,
+                `force_p_gen`, `p_gen_bias_init`, `unk_token_id`, ...).
+        """
+        if isinstance(base_model_or_path, str):
+            base_model = AutoModelForSeq2SeqLM.from_pretrained(base_model_or_path, **(base_model_kwargs or {}))
+        else:
+            base_model = base_model_or_path
+        if not isinstance(base_model, PreTrainedModel) or not getattr(base_model.config, "is_encoder_decoder", False):
+            raise ValueError(
+                f"from_base needs an encoder-decoder such as BART, Marian or T5 loaded with AutoModelForSeq2SeqLM; got "
+                f"{type(base_model).__name__}, which is not one."
+            )
+        if base_model.get_output_embeddings() is None:
+            raise ValueError(
+                f"{type(base_model).__name__} has no language-model head: load the base with AutoModelForSeq2SeqLM."
+            )
+        config = PointerGeneratorConfig(base_config=base_model.config, **copy_settings)
+        if config.pointer == "cross_attention":
+            base_model.set_attn_implementation("eager")
+        # The loaded weights must survive post_init's initialisation pass.
+        for module in base_model.modules():
+            module._is_hf_initialized = True
+        model = cls(config, base_model=base_model)
+        model.to(device=base_model.device, dtype=base_model.dtype)
+        model.generation_config = base_model.generation_config
+        return model
+
+    # -- delegation to the base -----------------------------------------------------------------------------------
+
+    def get_encoder(self):
+        return self.base.get_encoder()
+
+    def get_decoder(self):
+        return self.base.get_decoder()
+
+    def get_input_embeddings(self):
+        return self.base.get_input_embeddings()
+
+    def set_input_embeddings(self, value):
+        self.base.set_input_embeddings(value)
+
+    def get_output_embeddings(self):
+        return self.base.get_output_embeddings()
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """Shift labels right behind the decoder start token; -100 becomes pad, extended ids become unknown."""
+        labels = labels.masked_fill(labels == -100, self.config.pad_token_id)
+        decoder_input_ids = labels.new_full(labels.shape, self.config.decoder_start_token_id)
+        decoder_input_ids[:, 1:] = labels[:, :-1]
+        return self._to_base_vocabulary(decoder_input_ids)
+
+    def _to_base_vocabulary(self, ids: torch.Tensor) -> torch.Tensor:
+        """Extended ids (copied words) fed back to the decoder are embedded as the unknown token."""
+        is_extended = ids >= self.config.vocab_size
+        if self.config.unk_token_id is None:
+            if is_extended.any():
+                raise ValueError(
+                    "Decoder inputs contain extended (copied) ids but config.unk_token_id is not set: set "
+                    "model.config.unk_token_id = tokenizer.unk_token_id."
+                )
+            return ids
+        return ids.masked_fill(is_extended, self.config.unk_token_id)
+
+    # -- forward --------------------------------------------------------------------------------------------------
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        extended_input_ids: torch.LongTensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs=None,
+        cache: EncoderDecoderCache | None = None,
+        past_key_values: EncoderDecoderCache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        output_pointer: bool = False,
+        return_dict: bool | None = None,
+        num_items_in_batch: int | torch.Tensor | None = None,
+        **kwargs,
+    ) -> PointerGeneratorSeq2SeqLMOutput | tuple:
+        r"""
+        Args:
+            input_ids (B, S): source ids in the base vocabulary (unknown words as the unknown token).
+            extended_input_ids (B, S): the same ids, except that out-of-vocabulary words carry `vocab_size + k`.
+                Defaults to `input_ids` (nothing out of vocabulary).
+            labels (B, T): target ids in the extended vocabulary; -100 is ignored.
+            output_pointer: also return `p_gen` (B, T) and `pointer_attentions` (B, T, S).
+            num_items_in_batch: set by the Trainer: the loss becomes the summed NLL divided by it, which keeps gradient
+                accumulation exact.
+        Returns:
+            `logits` (B, T, V + N): log-probabilities of the final distribution (N = extended slots in the batch).
+            When training with labels they are not built (None): the loss only needs the gold ids.
+        """
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        cache = cache if cache is not None else past_key_values
+        vocab_size = self.config.vocab_size
+        source_ids = extended_input_ids if extended_input_ids is not None else input_ids
+        self._check_source_ids(input_ids, extended_input_ids)
+        if source_ids is None:
+            raise ValueError(
+                "The pointer needs the source ids: pass input_ids (or extended_input_ids alongside encoder_outputs)."
+            )
+        if labels is not None:
+            self._check_labels(labels, source_ids)
+            use_cache = False
+            if decoder_input_ids is None and decoder_inputs_embeds is None:
+                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        if decoder_input_ids is not None:
+            decoder_input_ids = self._to_base_vocabulary(decoder_input_ids)
+
+        use_cache = use_cache if use_cache is not None else self.config.base_config.use_cache
+        if use_cache:
+            if cache is None:
+                cache = PointerGeneratorCache(DynamicCache(), DynamicCache())
+            elif not isinstance(cache, PointerGeneratorCache):
+                cache = PointerGeneratorCache.wrap(cache)
+        # Coverage carried over from earlier generation steps (None at the first step and without a cache).
+        previous_coverage = cache.pointer_coverage if isinstance(cache, PointerGeneratorCache) else None
+
+        need_cross_attentions = self.pointer is None
+        base_outputs = self.base(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_outputs=encoder_outputs,
+            inputs_embeds=inputs_embeds,
+            decoder_inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
+            output_attentions=bool(output_attentions) or need_cross_attentions,
+            output_hidden_states=True,
+            return_dict=True,
+            **{_CACHE_FIELD: cache},
+            **kwargs,
+        )
+        decoder_states = base_outputs.decoder_hidden_states[-1]  # (B, T, D_dec)
+        encoder_states = base_outputs.encoder_last_hidden_state  # (B, S, D_enc)
+        if attention_mask is None:
+            attention_mask = torch.ones(encoder_states.shape[:2], dtype=torch.long, device=encoder_states.device)
+
+        pointer_attention, coverage_before = self._pointer_attention(
+            decoder_states, encoder_states, attention_mask, base_outputs.cross_attentions, previous_coverage
+        )  # (B, T, S), (B, T, S)
+        if isinstance(cache, PointerGeneratorCache) and self.config.coverage:
+            cache.pointer_coverage = coverage_before[:, -1] + pointer_attention[:, -1]
+
+        context = torch.bmm(pointer_attention.to(encoder_states.dtype), encoder_states)  # (B, T, D_enc)
+        if decoder_inputs_embeds is None:
+            decoder_inputs_embeds = self.base.get_input_embeddings()(decoder_input_ids)  # (B, T, E)
+        switch_logit = self._switch_logit(context, decoder_states, decoder_inputs_embeds)  # (B, T)
+
+        vocab_logits = base_outputs.logits  # (B, T, V)
+        loss = coverage_loss = logits = None
+        if labels is not None:
+            gold_mask = labels != -100
+            nll = -gold_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, labels)[gold_mask].sum()
+            denominator = num_items_in_batch if num_items_in_batch is not None else gold_mask.sum().clamp_min(1)
+            loss = nll / denominator
+            if self.config.coverage:
+                # See et al.: sum_i min(a_i^t, c_i^t), c^t = attention summed over steps before t.
+                per_step = torch.minimum(pointer_attention, coverage_before).sum(-1)  # (B, T)
+                coverage_loss = per_step[gold_mask].sum() / denominator
+                loss = loss + self.config.coverage_weight * coverage_loss
+        if labels is None or not self.training:
+            num_slots = max(int(source_ids.max()) + 1 - vocab_size, 0)
+            logits = extended_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, num_slots)
+
+        output = PointerGeneratorSeq2SeqLMOutput(
+            loss=loss,
+            logits=logits,
+            decoder_hidden_states=base_outputs.decoder_hidden_states if output_hidden_states else None,
+            decoder_attentions=base_outputs.decoder_attentions if output_attentions else None,
+            cross_attentions=base_outputs.cross_attentions if output_attentions else None,
+            encoder_last_hidden_state=encoder_states,
+            encoder_hidden_states=base_outputs.encoder_hidden_states if output_hidden_states else None,
+            encoder_attentions=base_outputs.encoder_attentions if output_attentions else None,
+            p_gen=torch.sigmoid(switch_logit) if output_pointer else None,
+            pointer_attentions=pointer_attention if output_pointer else None,
+            coverage_loss=coverage_loss,
+            **{_CACHE_FIELD: cache if use_cache else None},
+        )
+        return output if return_dict else output.to_tuple()
+
+    def _pointer_attention(self, decoder_states, encoder_states, attention_mask, cross_attentions, coverage):
+        if self.pointer is not None:
+            attention, coverage_before = self.pointer(decoder_states, encoder_states, attention_mask, coverage)
+        else:
+            layer = cross_attentions[self.config.pointer_layer]  # (B, H, T, S)
+            heads = self.config.pointer_heads
+            attention = (layer if heads is None else layer[:, heads]).float().mean(1)  # (B, T, S)
+            coverage_before = None
+        if self.config.coverage and coverage_before is None:
+            # Cross-attention pointer: coverage cannot enter the base's scores, only the loss.
+            start = coverage if coverage is not None else attention.new_zeros(attention.shape[0], attention.shape[2])
+            coverage_before = start.unsqueeze(1) + attention.cumsum(1) - attention
+        return attention, coverage_before
+
+    def _switch_logit(self, context, decoder_states, decoder_inputs_embeds) -> torch.Tensor:
+        if self.config.force_p_gen is not None:
+            p = self.config.force_p_gen
+            value = math.inf if p == 1.0 else -math.inf if p == 0.0 else math.log(p / (1.0 - p))
+            return decoder_states.new_full(decoder_states.shape[:2], value, dtype=torch.float32)
+        return self.copy_switch(context, decoder_states, decoder_inputs_embeds)
+
+    # -- input checks ---------------------------------------------------------------------------------------------
+
+    def _check_source_ids(self, input_ids, extended_input_ids):
+        if input_ids is None:
+            return
+        vocab_size = self.config.vocab_size
+        if int(input_ids.max()) >= vocab_size or int(input_ids.min()) < 0:
+            raise ValueError(
+                f"input_ids must lie in the base vocabulary [0, {vocab_size}); out-of-vocabulary words belong in "
+                "extended_input_ids (input_ids carries the unknown token there)."
+            )
+        if extended_input_ids is None:
+            return
+        if extended_input_ids.shape != input_ids.shape:
+            raise ValueError(
+                f"extended_input_ids has shape {tuple(extended_input_ids.shape)} but input_ids has "
+                f"{tuple(input_ids.shape)}: they must describe the same source positions. Build both with "
+                "hf_pgen.encode_with_oovs."
+            )
+        mismatch = (extended_input_ids < vocab_size) & (extended_input_ids != input_ids)
+        if mismatch.any():
+            row, col = mismatch.nonzero()[0].tolist()
+            raise ValueError(
+                f"extended_input_ids[{row}, {col}] = {int(extended_input_ids[row, col])} is below vocab_size "
+                f"({vocab_size}) but input_ids there is {int(input_ids[row, col])}: below vocab_size both must hold the "
+                "same id; only out-of-vocabulary words take extended ids (>= vocab_size)."
+            )
+
+    def _check_labels(self, labels, source_ids):
+        if labels.shape[0] != source_ids.shape[0]:
+            raise ValueError(f"labels has batch size {labels.shape[0]} but the source has {source_ids.shape[0]}.")
+        extended = labels >= self.config.vocab_size  # (B, T)
+        if not extended.any():
+            return
+        present = (labels.unsqueeze(-1) == source_ids.unsqueeze(1)).any(-1)  # (B, T)
+        bad = extended & ~present
+        if bad.any():
+            row, col = bad.nonzero()[0].tolist()
+            raise ValueError(
+                f"labels[{row}, {col}] = {int(labels[row, col])} lies beyond the extended vocabulary of example {row}: "
+                f"ids >= vocab_size ({self.config.vocab_size}) must name an out-of-vocabulary word of that example's "
+                "own source (as in its extended_input_ids). Build labels with hf_pgen.encode_with_oovs."
+            )
+
+    # -- generation -----------------------------------------------------------------------------------------------
+
+    def generate(self, inputs: torch.Tensor | None = None, *args, **kwargs):
+        # The pointer needs the source ids at every step, but generate() hands forward only the encoder outputs.
+        if kwargs.get("extended_input_ids") is None:
+            source_ids = inputs if inputs is not None else kwargs.get("input_ids")
+            if source_ids is not None:
+                kwargs["extended_input_ids"] = source_ids
+        return super().generate(inputs, *args, **kwargs)
+
+    def _get_logits_processor(self, *args, **kwargs) -> LogitsProcessorList:
+        processors = super()._get_logits_processor(*args, **kwargs)
+        model_kwargs = kwargs.get("model_kwargs")
+        if model_kwargs is None:
+            model_kwargs = _bound_argument(super()._get_logits_processor, args, kwargs, "model_kwargs")
+        source_ids = (model_kwargs or {}).get("extended_input_ids")
+        if source_ids is not None:
+            processors.append(ExtendedVocabularyLogitsProcessor(source_ids, self.config.vocab_size))
+        return processors
+
+    def compute_transition_scores(
+        self,
+        sequences: torch.Tensor,
+        scores: tuple[torch.Tensor, ...],
+        beam_indices: torch.Tensor | None = None,
+        normalize_logits: bool = False,
+    ) -> torch.Tensor:
+        """As `GenerationMixin.compute_transition_scores`, for scores wider than `config.vocab_size`.
+
+        The stock version indexes a flattened score tensor with `config.vocab_size` as the row width, which is wrong
+        once copied words widen the scores to V + N.
+        """
+        stacked = torch.stack(scores, dim=0)  # (steps, rows, V + N)
+        if normalize_logits:
+            stacked = stacked.log_softmax(-1)
+        if beam_indices is None:
+            beam_indices = torch.arange(stacked.shape[1], device=stacked.device).unsqueeze(1).expand(-1, len(scores))
+        finished = beam_indices < 0  # (sequences, steps): padding after a hypothesis ended
+        length = int((~finished).sum(-1).max())
+        beam_indices, finished = beam_indices[:, :length], finished[:, :length]
+        tokens = sequences[:, sequences.shape[-1] - length :]  # (sequences, length)
+        steps = torch.arange(length, device=stacked.device).unsqueeze(0)  # (1, length)
+        picked = stacked[steps, beam_indices.clamp_min(0), tokens]  # (sequences, length)
+        return picked.masked_fill(finished, 0.0)
+
+
+def _hidden_size(config, side: str) -> int:
+    for name in (f"{side}_hidden_size", "d_model", "hidden_size"):
+        if getattr(config, name, None):
+            return getattr(config, name)
+    raise ValueError(f"Cannot find the {side} hidden size in {type(config).__name__}.")
+
+
+def _bound_argument(function, args, kwargs, name):
+    try:
+        return inspect.signature(function).bind_partial(*args, **kwargs).arguments.get(name)
+    except TypeError:
+        return None
+
+
+__all__ = [
+    "PointerGeneratorForConditionalGeneration",
+    "PointerGeneratorPreTrainedModel",
+    "PointerGeneratorCache",
+    "PointerGeneratorSeq2SeqLMOutput",
+    "mix_log_probs",
+    "gold_log_probs",
+    "extended_log_probs",
+]
