@@ -30,8 +30,6 @@ from .generation_pointer_generator import ExtendedVocabularyLogitsProcessor
 # 5.24 renamed the cache argument and output field from `past_key_values` to `cache`; support both releases.
 _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
 
-# Floor for copy mass before the log: keeps log finite (and its gradient free of inf * 0) where a word receives no
-# attention; adds at most S * 1e-30 to any distribution.
 _COPY_MASS_FLOOR = 1e-30
 
 
@@ -40,15 +38,21 @@ _COPY_MASS_FLOOR = 1e-30
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def mix_log_probs(log_p_vocab: torch.Tensor, copy_mass: torch.Tensor, switch_logit: torch.Tensor) -> torch.Tensor:
+def mix_log_probs(log_p_vocab: torch.Tensor, log_copy_mass: torch.Tensor, switch_logit: torch.Tensor) -> torch.Tensor:
     """log(p_gen * P_vocab(w) + (1 - p_gen) * copy_mass(w)), computed in log space.
 
     Mixing in log space keeps the result finite when p_gen saturates at 0 or 1 (where the probability-space form takes
     log(0)). All arguments broadcast against each other; `switch_logit` is logit(p_gen) (+inf/-inf force generate/copy).
     """
-    log_p_gen = F.logsigmoid(switch_logit)
-    log_p_copy = F.logsigmoid(-switch_logit)
-    return torch.logaddexp(log_p_gen + log_p_vocab, log_p_copy + copy_mass.clamp_min(_COPY_MASS_FLOOR).log())
+    return torch.logaddexp(
+        F.logsigmoid(switch_logit) + log_p_vocab, F.logsigmoid(-switch_logit) + log_copy_mass
+    )
+
+
+def _log_copy_mass(copy_mass: torch.Tensor) -> torch.Tensor:
+    # The floor keeps log finite (and its gradient free of inf * 0) for a source word that receives no attention;
+    # it adds at most S * 1e-30 to a distribution.
+    return copy_mass.clamp_min(_COPY_MASS_FLOOR).log()
 
 
 def gold_log_probs(
@@ -79,7 +83,9 @@ def gold_log_probs(
     # Copy mass of the gold word: attention summed over the source positions holding it.
     is_gold = extended_input_ids.unsqueeze(1) == labels.unsqueeze(-1)  # (B, T, S)
     copy_mass = (pointer_attention.float() * is_gold).sum(-1)  # (B, T)
-    return mix_log_probs(log_p_vocab, copy_mass, switch_logit.float())
+    # A word absent from the source has no copy term at all (as in extended_log_probs), not a floored one.
+    log_copy_mass = torch.where(is_gold.any(-1), _log_copy_mass(copy_mass), -torch.inf)
+    return mix_log_probs(log_p_vocab, log_copy_mass, switch_logit.float())
 
 
 def extended_log_probs(
@@ -103,7 +109,9 @@ def extended_log_probs(
     # cheaper than a (B, T, V + N) scatter buffer for any realistic vocabulary.
     same_word = (extended_input_ids.unsqueeze(2) == extended_input_ids.unsqueeze(1)).float()  # (B, S, S)
     word_mass = torch.bmm(pointer_attention.float(), same_word)  # (B, T, S)
-    mixed_at_source = mix_log_probs(log_p_vocab.gather(-1, source_ids), word_mass, switch_logit.float().unsqueeze(-1))
+    mixed_at_source = mix_log_probs(
+        log_p_vocab.gather(-1, source_ids), _log_copy_mass(word_mass), switch_logit.float().unsqueeze(-1)
+    )  # (B, T, S)
     # Positions holding the same word write the same value, so the scatter order does not matter.
     return (log_p_vocab + log_p_gen).scatter(-1, source_ids, mixed_at_source)
 
@@ -310,12 +318,14 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 f"{type(base_model).__name__} has no language-model head: load the base with AutoModelForSeq2SeqLM."
             )
         config = PointerGeneratorConfig(base_config=base_model.config, **copy_settings)
-        if config.pointer == "cross_attention":
-            base_model.set_attn_implementation("eager")
+        attn_implementation = "eager" if config.pointer == "cross_attention" else base_model.config._attn_implementation
         # The loaded weights must survive post_init's initialisation pass.
         for module in base_model.modules():
             module._is_hf_initialized = True
         model = cls(config, base_model=base_model)
+        # Wrapping resets the shared base config's attention implementation; a base left without one loses its
+        # causal mask, so set it explicitly on every submodel.
+        model.set_attn_implementation(attn_implementation)
         model.to(device=base_model.device, dtype=base_model.dtype)
         model.generation_config = base_model.generation_config
         return model
