@@ -7,20 +7,23 @@ AutoConfig, AutoModel and AutoModelForSeq2SeqLM (model_type "pointer_generator")
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from .configuration_pointer_generator import PointerGeneratorConfig
+from .data_collator import DataCollatorForPointerGenerator
 from .generation_pointer_generator import ExtendedVocabularyLogitsProcessor
 from .modeling_pointer_generator import (
     PointerGeneratorForConditionalGeneration,
     PointerGeneratorPreTrainedModel,
     PointerGeneratorSeq2SeqLMOutput,
 )
+from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline
+from .tokenization_pointer_generator import batch_decode_with_oovs, decode_with_oovs, encode_with_oovs
 
 __version__ = "0.1.0"
 
 AutoConfig.register(PointerGeneratorConfig.model_type, PointerGeneratorConfig, exist_ok=True)
 AutoModel.register(PointerGeneratorConfig, PointerGeneratorForConditionalGeneration, exist_ok=True)
 AutoModelForSeq2SeqLM.register(PointerGeneratorConfig, PointerGeneratorForConditionalGeneration, exist_ok=True)
-# save_pretrained writes auto_map and copies the defining modules, so a Python without hf_pgen can load the folder
-# with trust_remote_code=True.
+# save_pretrained writes auto_map and copies the defining modules (with their relative imports: generation,
+# pipeline, tokenization), so a Python without hf_pgen loads the folder with trust_remote_code=True.
 PointerGeneratorConfig.register_for_auto_class()
 PointerGeneratorForConditionalGeneration.register_for_auto_class("AutoModelForSeq2SeqLM")
 
@@ -29,5 +32,10 @@ __all__ = [
     "PointerGeneratorForConditionalGeneration",
     "PointerGeneratorPreTrainedModel",
     "PointerGeneratorSeq2SeqLMOutput",
+    "PointerGeneratorText2TextPipeline",
     "ExtendedVocabularyLogitsProcessor",
+    "DataCollatorForPointerGenerator",
+    "encode_with_oovs",
+    "decode_with_oovs",
+    "batch_decode_with_oovs",
 ]

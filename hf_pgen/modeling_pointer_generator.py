@@ -12,6 +12,7 @@ N = extended (copy-only) slots in the batch, D = hidden sizes.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from .configuration_pointer_generator import PointerGeneratorConfig
 from .generation_pointer_generator import ExtendedVocabularyLogitsProcessor
+from .pipeline_pointer_generator import CUSTOM_PIPELINES
 
 # 5.24 renamed the cache argument and output field from `past_key_values` to `cache`; support both releases.
 _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
@@ -274,6 +276,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
     def __init__(self, config: PointerGeneratorConfig, base_model: PreTrainedModel | None = None):
         super().__init__(config)
+        # A saved folder serves pipeline("translation" | "summarization" | "text2text-generation", model=folder,
+        # trust_remote_code=True): Transformers 5 removed those tasks, custom_pipelines brings them back.
+        if not getattr(config, "custom_pipelines", None):
+            config.custom_pipelines = copy.deepcopy(CUSTOM_PIPELINES)
         if base_model is None:
             attn = "eager" if config.pointer == "cross_attention" else config.base_config._attn_implementation
             base_model = AutoModelForSeq2SeqLM.from_config(config.base_config, attn_implementation=attn)
@@ -317,15 +323,18 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             raise ValueError(
                 f"{type(base_model).__name__} has no language-model head: load the base with AutoModelForSeq2SeqLM."
             )
+        # Read before building the config: the config's initialisation resets its sub-configs' attention setting.
+        attn_implementation = base_model.config._attn_implementation
         config = PointerGeneratorConfig(base_config=base_model.config, **copy_settings)
-        attn_implementation = "eager" if config.pointer == "cross_attention" else base_model.config._attn_implementation
+        if config.pointer == "cross_attention":
+            attn_implementation = "eager"  # the pointer reads the cross-attention weights
         # The loaded weights must survive post_init's initialisation pass.
         for module in base_model.modules():
             module._is_hf_initialized = True
         model = cls(config, base_model=base_model)
         # Wrapping resets the shared base config's attention implementation; a base left without one loses its
-        # causal mask, so set it explicitly on every submodel.
-        model.set_attn_implementation(attn_implementation)
+        # causal mask, so set it again.
+        model.base.set_attn_implementation(attn_implementation)
         model.to(device=base_model.device, dtype=base_model.dtype)
         model.generation_config = base_model.generation_config
         return model
@@ -402,7 +411,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             `logits` (B, T, V + N): log-probabilities of the final distribution (N = extended slots in the batch).
             When training with labels they are not built (None): the loss only needs the gold ids.
         """
-        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
         cache = cache if cache is not None else past_key_values
         vocab_size = self.config.vocab_size
         source_ids = extended_input_ids if extended_input_ids is not None else input_ids

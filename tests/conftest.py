@@ -70,3 +70,104 @@ def source_batch(vocab_size: int = VOCAB, unk: int = UNK):
     attention_mask = torch.ones_like(input_ids)
     attention_mask[2, 7] = 0
     return input_ids, attention_mask, extended
+
+
+# -- a tiny pointer-generator trained on real text --------------------------------------------------------------------
+
+
+def corpus_texts(split: str, min_words: int = 3, max_words: int = 8, limit: int | None = None) -> list[str]:
+    """English messages of the embedded corpus (real text from software catalogues), short ones only."""
+    from training.data import load_en_de_messages
+
+    texts = []
+    for record in load_en_de_messages(split):
+        text = " ".join(record["translation"]["en"].split())
+        if min_words <= len(text.split()) <= max_words and text not in texts:
+            texts.append(text)
+        if limit and len(texts) >= limit:
+            break
+    return texts
+
+
+def word_level_tokenizer(texts: list[str], vocab_size: int):
+    """A WordLevel tokenizer with BART's special ids (<s>=0, <pad>=1, </s>=2, <unk>=3) and an eos post-processor."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
+    tokenizer.train_from_iterator(texts, trainer)
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<s>", pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
+
+
+@pytest.fixture(scope="session")
+def trained_copier():
+    """A tiny BART pointer-generator trained (about 10 s) to copy English messages through a 200-word vocabulary.
+
+    Most content words are outside the vocabulary, so they can only come out by copying. Returns the model, its
+    tokenizer and unseen test messages.
+    """
+    from hf_pgen import DataCollatorForPointerGenerator, PointerGeneratorForConditionalGeneration, encode_with_oovs
+
+    train_texts = corpus_texts("train", limit=3000)
+    test_texts = corpus_texts("test", limit=64)
+    tokenizer = word_level_tokenizer(train_texts, vocab_size=200)
+    torch.manual_seed(0)
+    config = BartConfig(
+        vocab_size=len(tokenizer), d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
+        dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None,
+    )
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        BartForConditionalGeneration(config), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
+    )
+    model.generation_config.update(max_length=24, num_beams=1)
+    features = encode_with_oovs(tokenizer, train_texts, text_target=train_texts, vocab_size=model.config.vocab_size)
+    rows = [{key: features[key][i] for key in ("input_ids", "attention_mask", "extended_input_ids", "labels")}
+            for i in range(len(train_texts))]
+    collate = DataCollatorForPointerGenerator(tokenizer, model=model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    generator = torch.Generator().manual_seed(0)
+    for step in range(300):
+        batch = collate([rows[i] for i in torch.randint(len(rows), (32,), generator=generator).tolist()])
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    return model, tokenizer, test_texts
+
+
+# -- a Python where hf_pgen cannot be imported ------------------------------------------------------------------------
+
+_BLOCK_HF_PGEN = """
+import sys
+class _NoHfPgen:
+    def find_spec(self, name, path=None, target=None):
+        if name == "hf_pgen" or name.startswith("hf_pgen."):
+            raise ImportError("hf_pgen is not installed in this Python")
+sys.meta_path.insert(0, _NoHfPgen())
+"""
+
+
+def run_without_hf_pgen(code: str, env: dict | None = None, timeout: int = 300) -> str:
+    """Run `code` in a fresh interpreter in which `import hf_pgen` fails; returns stdout, raises on failure."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    check = "\nassert not any(m == 'hf_pgen' or m.startswith('hf_pgen.') for m in sys.modules), 'hf_pgen was imported'\n"
+    full_env = {**os.environ, "PYTHONPATH": "", **(env or {})}
+    result = subprocess.run(
+        [sys.executable, "-c", _BLOCK_HF_PGEN + code + check], capture_output=True, text=True, timeout=timeout,
+        env=full_env, cwd=tempfile.gettempdir(),
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"subprocess failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return result.stdout

@@ -1,0 +1,332 @@
+"""Translation metrics for copy-heavy text: placeholder preservation, OOV copy rate, sacreBLEU and chrF.
+
+Software messages carry tokens that a translation must reproduce verbatim: printf / Python / ICU / brace
+placeholders, HTML tags and URLs. :func:`extract_placeholders` finds them; :func:`placeholder_preservation` scores
+whether outputs keep exactly the source's multiset of them; :func:`oov_copy_rate` scores whether words outside the
+tokenizer's vocabulary (which only a copy mechanism can produce) reach the output when the reference has them.
+
+Only the standard library is needed. ``sacrebleu`` is imported by :func:`corpus_bleu` / :func:`corpus_chrf` when
+called, and ``evaluate`` (with ``datasets``) only when one of the ``evaluate.Metric`` wrappers is accessed:
+
+>>> from hf_pgen import metrics
+>>> metrics.placeholder_preservation(["Delete %(name)s?"], ["%(name)s löschen?"])
+1.0
+>>> metric = metrics.PlaceholderPreservation()     # an evaluate.Metric, built offline (no Hub download)
+>>> metric.compute(sources=["<b>%d</b> items"], predictions=["<b>%d</b> Einträge"])
+{'placeholder_preservation': 1.0, 'placeholder_examples': 1}
+
+Empty aggregates (no source with a placeholder, no copyable OOV word) are ``nan``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+__all__ = [
+    "PLACEHOLDER_PATTERN",
+    "extract_placeholders",
+    "placeholders_preserved",
+    "placeholder_preservation",
+    "oov_copy_rate",
+    "corpus_bleu",
+    "corpus_chrf",
+    "translation_metrics",
+    # evaluate.Metric wrappers, built lazily (module __getattr__):
+    "PlaceholderPreservation",
+    "OOVCopyRate",
+    "SacreBLEU",
+    "ChrF",
+]
+
+_ICU_SIMPLE_TYPES = r"(?:number|integer|date|time|datetime|spellout|ordinal|duration)"
+_ICU_COMPLEX_TYPES = r"(?:plural|selectordinal|select|choice)"
+_PRINTF_FLAGS = r"[-#0+']*"  # no space flag: "50% off" must not read as "% o"
+_PRINTF_WIDTH = r"(?:\*|\d+)?(?:\.(?:\*|\d+))?"
+_PRINTF_LENGTH = r"(?:hh|h|ll|l|L|q|j|z|t|I64|I32)?"
+# Element names that count as markup; "<new column>" or "<username>" in a message is text to translate.
+_HTML_ELEMENTS = (
+    "a|abbr|acronym|address|b|bdi|bdo|big|blockquote|body|br|button|caption|center|cite|code|col|dd|del|details|dfn|"
+    "div|dl|dt|em|font|footer|form|h[1-6]|head|header|hr|html|i|iframe|img|input|ins|kbd|label|li|link|main|mark|"
+    "meta|nav|ol|option|p|pre|q|s|samp|section|select|small|span|strike|strong|sub|summary|sup|table|tbody|td|"
+    "textarea|tfoot|th|thead|time|title|tr|tt|u|ul|var|wbr"
+)
+_ATTRIBUTES = r"""(?:\s+[A-Za-z_:@][-\w:.@]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+))?)*"""
+
+# Alternatives are tried left to right at each position: longer / more specific forms first.
+PLACEHOLDER_PATTERN = re.compile(
+    "|".join(
+        [
+            # URLs (trailing sentence punctuation is not part of them).
+            r"(?P<url>(?:(?:https?|ftp)://|www\.)[\w\[][^\s<>\"'`\u201c\u201d\u2018\u2019]*"
+            r"[^\s<>\"'`\u201c\u201d\u2018\u2019.,;:!?)\]}])",
+            # Markup: known HTML elements with any attributes (<b>, </a>, <br/>, <a href="...">), numbered rich-text
+            # tags (<0>, </1>, <2/>), and any element that has at least one attribute with a value.
+            r"(?P<tag></?(?i:" + _HTML_ELEMENTS + r")" + _ATTRIBUTES + r"\s*/?>|</?\d+\s*/?>"
+            r"|<[A-Za-z][-\w:.]*(?:\s+[A-Za-z_:@][-\w:.@]*\s*=\s*(?:\"[^\"]*\"|'[^']*'))+\s*/?>)",
+            # Template variables: {{ name }}, {{name|filter}}, ${name}, #{name}, %{name}.
+            r"(?P<double>\{\{[^{}\n]{1,80}\}\})",
+            r"(?P<dollar>[$#%]\{[A-Za-z_][\w.\-]*\})",
+            # ICU MessageFormat simple arguments, whole: {n, number}, {d, date, short}.
+            r"(?P<icu>\{\s*[A-Za-z_0-9][\w.]*\s*,\s*" + _ICU_SIMPLE_TYPES + r"\s*(?:,\s*[^{}\s][^{}]*)?\})",
+            # str.format / .NET / Java MessageFormat: {}, {0}, {name}, {0:.2f}, {name!r}, {obj.attr}, {items[0]}.
+            r"(?P<brace>\{(?:[A-Za-z_]\w*|\d+)?(?:\.[A-Za-z_]\w*|\[[^\[\]{}]*\])*(?:![rsa])?(?::[^{}]*)?\})",
+            # printf: an escaped percent first (consumed so that "%%s" is not read as "%s", but not counted).
+            r"(?P<escaped>%%)",
+            r"(?P<pynamed>%\([^()\s]+\)" + _PRINTF_FLAGS + _PRINTF_WIDTH + r"[diouxXeEfFgGcrsa])",
+            r"(?P<printf>%(?:\d+\$)?" + _PRINTF_FLAGS + _PRINTF_WIDTH + _PRINTF_LENGTH + r"[diouxXeEfFgGcsSpa@])",
+            # Qt / Windows positional arguments: %1, %2, %L1.
+            r"(?P<positional>%L?\d+)",
+        ]
+    )
+)
+# ICU plural/select/...: "{count, plural, one {# item} other {# items}}". The head "{count, plural," must survive;
+# the sub-messages are translated text that may hold placeholders of their own.
+_ICU_COMPLEX_HEAD = re.compile(r"\{\s*([A-Za-z_0-9][\w.]*)\s*,\s*(" + _ICU_COMPLEX_TYPES + r")\s*,")
+
+
+def _scan(text: str, found: list[str]) -> None:
+    for match in PLACEHOLDER_PATTERN.finditer(text):
+        if match.lastgroup == "escaped":
+            continue
+        value = match.group(0)
+        if match.lastgroup in ("icu", "double"):
+            value = re.sub(r"\s+", " ", value)
+        found.append(value)
+
+
+def _closing_brace(text: str, start: int) -> int | None:
+    """Index of the brace closing the one opened just before ``start`` (depth 1), or None if unbalanced."""
+    depth = 1
+    for index in range(start, len(text)):
+        char = text[index]
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+def _extract(text: str, found: list[str]) -> None:
+    position = 0
+    while True:
+        head = _ICU_COMPLEX_HEAD.search(text, position)
+        if head is None:
+            _scan(text[position:], found)
+            return
+        _scan(text[position : head.start()], found)
+        found.append(f"{{{head.group(1)}, {head.group(2)},")
+        end = _closing_brace(text, head.end())
+        if end is None:  # unbalanced: keep the head, read the rest as plain text
+            position = head.end()
+            continue
+        # Sub-messages sit at depth 1 inside the block: "one {...} other {...}".
+        body, index = text[head.end() : end], 0
+        while index < len(body):
+            if body[index] == "{":
+                close = _closing_brace(body, index + 1)
+                if close is None:
+                    break
+                _extract(body[index + 1 : close], found)
+                index = close + 1
+            else:
+                index += 1
+        position = end + 1
+
+
+def extract_placeholders(text: str) -> list[str]:
+    """The placeholders of ``text`` in order of appearance, repeats included.
+
+    Recognised: URLs; HTML tags of known elements (``<b>``, ``</a>``, ``<br/>``, ``<a href="...">``), numbered
+    rich-text tags (``<0>``, ``</0>``) and any tag with a valued attribute; ``{{ var }}`` / ``${var}`` / ``%{var}``;
+    ICU arguments (``{n, number}`` whole; for ``{n, plural, one {...} other {...}}`` the head ``{n, plural,`` plus
+    the placeholders inside the sub-messages, whose braces are not placeholders); brace fields (``{}``, ``{0}``,
+    ``{name}``, ``{0:.2f}``); printf (``%s``, ``%5.2f``, ``%1$s``, ``%lu``); Python named (``%(name)s``) and
+    positional ``%1``. ``%%`` is an escaped percent sign, not a placeholder. Whitespace inside ICU arguments and
+    ``{{ }}`` is normalised to single spaces.
+    """
+    found: list[str] = []
+    if text:
+        _extract(text, found)
+    return found
+
+
+def placeholders_preserved(source: str, prediction: str) -> bool | None:
+    """Whether ``prediction`` holds exactly the source's placeholders (same multiset); None if the source has none."""
+    expected = Counter(extract_placeholders(source))
+    if not expected:
+        return None
+    return Counter(extract_placeholders(prediction)) == expected
+
+
+def placeholder_preservation(sources: Sequence[str], predictions: Sequence[str]) -> float:
+    """Share of outputs that keep every source placeholder exactly as often as the source has it, and invent none.
+
+    Only examples whose source holds at least one placeholder count; ``nan`` when there are none.
+    """
+    _check_lengths(sources=sources, predictions=predictions)
+    verdicts = [placeholders_preserved(s, p) for s, p in zip(sources, predictions)]
+    verdicts = [v for v in verdicts if v is not None]
+    return sum(verdicts) / len(verdicts) if verdicts else math.nan
+
+
+def oov_copy_rate(
+    oov_words_per_example: Sequence[Sequence[str] | None],
+    references: Sequence[str],
+    predictions: Sequence[str],
+) -> float:
+    """Share of copyable OOV words that the output contains.
+
+    A source OOV word (``oov_words`` from :func:`hf_pgen.encode_with_oovs`; surrounding whitespace, which the
+    surface strings carry, is stripped) is copyable when the reference contains it (substring test); it is copied
+    when the prediction contains it too. Each distinct word counts once per example. ``nan`` when no word is copyable.
+    """
+    _check_lengths(oov_words_per_example=oov_words_per_example, references=references, predictions=predictions)
+    copyable = copied = 0
+    for words, reference, prediction in zip(oov_words_per_example, references, predictions):
+        for word in {w.strip() for w in (words or ()) if w and w.strip()}:
+            if word in reference:
+                copyable += 1
+                copied += word in prediction
+    return copied / copyable if copyable else math.nan
+
+
+def corpus_bleu(predictions: Sequence[str], references: Sequence[str], **kwargs) -> float:
+    """sacreBLEU (default 13a tokenisation) of ``predictions`` against one reference each, 0-100."""
+    import sacrebleu
+
+    _check_lengths(predictions=predictions, references=references)
+    return float(sacrebleu.corpus_bleu(list(predictions), [list(references)], **kwargs).score)
+
+
+def corpus_chrf(predictions: Sequence[str], references: Sequence[str], **kwargs) -> float:
+    """sacreBLEU's chrF (character n-grams up to 6, beta 2), 0-100. Pass ``word_order=2`` for chrF++."""
+    import sacrebleu
+
+    _check_lengths(predictions=predictions, references=references)
+    return float(sacrebleu.corpus_chrf(list(predictions), [list(references)], **kwargs).score)
+
+
+def translation_metrics(
+    sources: Sequence[str],
+    predictions: Sequence[str],
+    references: Sequence[str],
+    oov_words_per_example: Sequence[Sequence[str] | None] | None = None,
+) -> dict[str, float]:
+    """All of the above in one dict: bleu, chrf, placeholder_preservation and (with OOV tables) oov_copy_rate."""
+    results = {
+        "bleu": corpus_bleu(predictions, references),
+        "chrf": corpus_chrf(predictions, references),
+        "placeholder_preservation": placeholder_preservation(sources, predictions),
+    }
+    if oov_words_per_example is not None:
+        results["oov_copy_rate"] = oov_copy_rate(oov_words_per_example, references, predictions)
+    return results
+
+
+def _check_lengths(**columns: Sequence) -> None:
+    lengths = {name: len(column) for name, column in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"All inputs need one entry per example, got lengths {lengths}.")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# evaluate.Metric wrappers: `evaluate.load("sacrebleu")` downloads a script from the Hub; these work offline.
+# ---------------------------------------------------------------------------------------------------------------------
+
+_WRAPPERS: dict[str, type] = {}
+
+
+def _build_wrappers() -> dict[str, type]:
+    if _WRAPPERS:
+        return _WRAPPERS
+    import datasets
+    import evaluate
+
+    string = datasets.Value("string")
+
+    class PlaceholderPreservation(evaluate.Metric):
+        """`placeholder_preservation` as an `evaluate.Metric`: inputs `sources`, `predictions`."""
+
+        def _info(self):
+            return evaluate.MetricInfo(
+                description=placeholder_preservation.__doc__,
+                citation="",
+                features=datasets.Features({"sources": string, "predictions": string}),
+                module_name="placeholder_preservation",
+            )
+
+        def _compute(self, sources, predictions):
+            eligible = sum(1 for s in sources if extract_placeholders(s))
+            return {
+                "placeholder_preservation": placeholder_preservation(sources, predictions),
+                "placeholder_examples": eligible,
+            }
+
+    class OOVCopyRate(evaluate.Metric):
+        """`oov_copy_rate` as an `evaluate.Metric`: inputs `oov_words` (list of str per example), `references`,
+        `predictions`."""
+
+        def _info(self):
+            return evaluate.MetricInfo(
+                description=oov_copy_rate.__doc__,
+                citation="",
+                features=datasets.Features(
+                    {"oov_words": datasets.Sequence(string), "references": string, "predictions": string}
+                ),
+                module_name="oov_copy_rate",
+            )
+
+        def _compute(self, oov_words, references, predictions):
+            return {"oov_copy_rate": oov_copy_rate(oov_words, references, predictions)}
+
+    class SacreBLEU(evaluate.Metric):
+        """Corpus sacreBLEU through the `sacrebleu` package (one reference per example); keyword arguments of
+        `compute` go to `sacrebleu.corpus_bleu` (e.g. `tokenize="intl"`)."""
+
+        def _info(self):
+            return evaluate.MetricInfo(
+                description=self.__doc__,
+                citation="Post, 2018. A Call for Clarity in Reporting BLEU Scores.",
+                features=datasets.Features({"predictions": string, "references": string}),
+                module_name="sacrebleu",
+            )
+
+        def _compute(self, predictions, references, **kwargs):
+            import sacrebleu
+
+            result = sacrebleu.corpus_bleu(list(predictions), [list(references)], **kwargs)
+            return {"score": float(result.score), "bp": float(result.bp), "sys_len": result.sys_len,
+                    "ref_len": result.ref_len}
+
+    class ChrF(evaluate.Metric):
+        """Corpus chrF (chrF++ with `word_order=2`) through the `sacrebleu` package."""
+
+        def _info(self):
+            return evaluate.MetricInfo(
+                description=self.__doc__,
+                citation="Popović, 2015. chrF: character n-gram F-score for automatic MT evaluation.",
+                features=datasets.Features({"predictions": string, "references": string}),
+                module_name="chrf",
+            )
+
+        def _compute(self, predictions, references, **kwargs):
+            import sacrebleu
+
+            return {"score": float(sacrebleu.corpus_chrf(list(predictions), [list(references)], **kwargs).score)}
+
+    for cls in (PlaceholderPreservation, OOVCopyRate, SacreBLEU, ChrF):
+        cls.__module__ = __name__
+        _WRAPPERS[cls.__name__] = cls
+    return _WRAPPERS
+
+
+def __getattr__(name: str):
+    if name in ("PlaceholderPreservation", "OOVCopyRate", "SacreBLEU", "ChrF"):
+        return _build_wrappers()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
