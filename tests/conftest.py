@@ -39,6 +39,15 @@ def tiny_base(family: str, vocab_size: int = VOCAB, seed: int = 0):
             initializer_factor=8.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
         )
         model = T5ForConditionalGeneration(config)
+    elif family in ("mbart", "pegasus", "m2m_100"):
+        from transformers import AutoConfig, AutoModelForSeq2SeqLM
+
+        config = AutoConfig.for_model(
+            family, vocab_size=vocab_size, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+            decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=128,
+            init_std=0.2, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+        )
+        model = AutoModelForSeq2SeqLM.from_config(config)
     else:
         raise ValueError(family)
     model.generation_config.update(num_beams=1, max_length=20, bad_words_ids=None, forced_eos_token_id=None)

@@ -105,6 +105,19 @@ def test_from_base_reuses_weights_and_generates_like_the_base(family):
     torch.testing.assert_close(ours.gather(-1, top), base_log_p.gather(-1, top), atol=1e-3, rtol=0)
 
 
+@pytest.mark.parametrize("other_family", ["mbart", "pegasus", "m2m_100"])
+def test_other_families_follow_from_the_same_code(other_family):
+    base = tiny_base(other_family)
+    model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=UNK, coverage=True).eval()
+    input_ids, attention_mask, extended = source_batch()
+    expected = base.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=3, max_new_tokens=6)
+    assert torch.equal(model.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=3, max_new_tokens=6), expected)
+    labels = torch.tensor([[10, 11, 2], [VOCAB, 20, 2], [VOCAB + 1, VOCAB, 2]])
+    out = model.train()(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels)
+    out.loss.backward()
+    assert torch.isfinite(out.loss) and model.copy_switch.weight.grad.abs().sum() > 0
+
+
 def test_from_base_rejects_non_seq2seq():
     from transformers import GPT2Config, GPT2LMHeadModel
 
