@@ -41,8 +41,8 @@ class ExtendedVocabularyLogitsProcessor(LogitsProcessor):
         allowed = self.allowed_slots[:, :extra].to(scores.device)
         if allowed.shape[1] < extra:  # scores wider than this batch's slots: nothing there is allowed
             allowed = torch.nn.functional.pad(allowed, (0, extra - allowed.shape[1]), value=False)
-        blocked = torch.nn.functional.pad(~allowed, (self.vocab_size, 0), value=False)  # (rows, V + N)
-        return scores.masked_fill(blocked, -torch.inf)
-
+        # Only the extended columns can change: mask them in place rather than copying all V + N scores.
+        scores[:, self.vocab_size :].masked_fill_(~allowed, -torch.inf)
+        return scores
 
 __all__ = ["ExtendedVocabularyLogitsProcessor"]

@@ -75,13 +75,15 @@ def gold_log_probs(
     Returns:
         (B, T) float32 log-probabilities.
     """
-    vocab_size = vocab_logits.shape[-1]
+    batch_size, target_len, vocab_size = vocab_logits.shape
     labels = labels.clamp_min(0)
     in_vocab = labels < vocab_size
-    # The log-partition is what the base's own cross-entropy pays; only the gold entry is gathered.
-    log_z = torch.logsumexp(vocab_logits.float(), dim=-1)  # (B, T)
-    gold_logit = vocab_logits.gather(-1, torch.where(in_vocab, labels, 0).unsqueeze(-1)).squeeze(-1).float()
-    log_p_vocab = torch.where(in_vocab, gold_logit - log_z, -torch.inf)  # (B, T)
+    # The fused cross-entropy kernel the base's own loss uses: no (B, T, V) temporaries beyond its own, unlike
+    # logsumexp + gather, whose backward allocates several.
+    vocab_nll = F.cross_entropy(
+        vocab_logits.float().reshape(-1, vocab_size), torch.where(in_vocab, labels, -100).reshape(-1), reduction="none"
+    ).view(batch_size, target_len)
+    log_p_vocab = torch.where(in_vocab, -vocab_nll, -torch.inf)  # (B, T)
     # Copy mass of the gold word: attention summed over the source positions holding it.
     is_gold = extended_input_ids.unsqueeze(1) == labels.unsqueeze(-1)  # (B, T, S)
     copy_mass = (pointer_attention.float() * is_gold).sum(-1)  # (B, T)
@@ -97,25 +99,55 @@ def extended_log_probs(
     switch_logit: torch.Tensor,
     num_extended_slots: int,
 ) -> torch.Tensor:
-    """The full mixture: (B, T, V + N) float32 log-probabilities.
+    """The full mixture: (B, T, V + N) float32 log-probabilities. Slots a row does not have stay at -inf."""
+    logits = vocab_logits.float()
+    if num_extended_slots:
+        logits = F.pad(logits, (0, num_extended_slots), value=-torch.inf)  # (B, T, V + N)
+    return mix_into_log_probs(F.log_softmax(logits, dim=-1), pointer_attention, extended_input_ids, switch_logit)
 
-    Built from log_softmax plus a sparse update at the source ids: no vocabulary-wide scatter buffer.
-    Slots a row does not have stay at -inf.
+
+def mix_into_log_probs(
+    log_p_vocab: torch.Tensor, pointer_attention: torch.Tensor, extended_input_ids: torch.Tensor, switch_logit: torch.Tensor
+) -> torch.Tensor:
+    """The copy step of the mixture, given log P_vocab (B, T, V + N) (-inf on extended slots): (B, T, V + N).
+
+    Every word gets log p_gen + log P_vocab; only the S source ids also get copy mass, so they alone are recomputed
+    (a sparse update: no zero-filled (B, T, V + N) buffer, no dense scatter_add).
     """
-    batch_size, target_len, _ = vocab_logits.shape
-    log_p_gen = F.logsigmoid(switch_logit.float()).unsqueeze(-1)  # (B, T, 1)
-    log_p_vocab = F.log_softmax(vocab_logits.float(), dim=-1)  # (B, T, V)
-    log_p_vocab = F.pad(log_p_vocab, (0, num_extended_slots), value=-torch.inf)  # (B, T, V + N)
-    source_ids = extended_input_ids.unsqueeze(1).expand(batch_size, target_len, -1)  # (B, T, S)
-    # Mass per source word: attention summed over every position holding the same word. An S x S comparison is far
-    # cheaper than a (B, T, V + N) scatter buffer for any realistic vocabulary.
-    same_word = (extended_input_ids.unsqueeze(2) == extended_input_ids.unsqueeze(1)).float()  # (B, S, S)
-    word_mass = torch.bmm(pointer_attention.float(), same_word)  # (B, T, S)
+    target_len = log_p_vocab.shape[1]
+    switch_logit = switch_logit.float()
+    source_ids = extended_input_ids.unsqueeze(1).expand(-1, target_len, -1)  # (B, T, S)
+    word_mass = _word_mass(pointer_attention.float(), extended_input_ids)  # (B, T, S)
     mixed_at_source = mix_log_probs(
-        log_p_vocab.gather(-1, source_ids), _log_copy_mass(word_mass), switch_logit.float().unsqueeze(-1)
+        log_p_vocab.gather(-1, source_ids), _log_copy_mass(word_mass), switch_logit.unsqueeze(-1)
     )  # (B, T, S)
+    log_p_gen = F.logsigmoid(switch_logit).unsqueeze(-1)  # (B, T, 1)
+    # In place when nothing needs log_softmax's output for a backward pass (generation, evaluation).
+    if torch.is_grad_enabled() and log_p_vocab.requires_grad:
+        mixed = log_p_vocab + log_p_gen
+    else:
+        mixed = log_p_vocab.add_(log_p_gen)
     # Positions holding the same word write the same value, so the scatter order does not matter.
-    return (log_p_vocab + log_p_gen).scatter(-1, source_ids, mixed_at_source)
+    return mixed.scatter_(-1, source_ids, mixed_at_source)
+
+
+def _word_mass(pointer_attention: torch.Tensor, extended_input_ids: torch.Tensor) -> torch.Tensor:
+    """Attention summed over every source position holding the same word, read back at each position: (B, T, S).
+
+    Positions are grouped under the first occurrence of their id (a sort per row), so the sum is a scatter_add over
+    S source slots: O(B T S), not O(B T S^2) nor O(B T V).
+    """
+    source_len = extended_input_ids.shape[-1]
+    sorted_ids, order = extended_input_ids.sort(dim=-1, stable=True)  # (B, S)
+    starts_group = torch.ones_like(sorted_ids, dtype=torch.bool)
+    starts_group[:, 1:] = sorted_ids[:, 1:] != sorted_ids[:, :-1]
+    positions = torch.arange(source_len, device=sorted_ids.device).expand_as(sorted_ids)
+    group_start = torch.where(starts_group, positions, 0).cummax(dim=-1).values  # (B, S), in sorted order
+    first_of_sorted = order.gather(-1, group_start)  # stable sort: the group's smallest original position
+    first = torch.empty_like(order).scatter_(-1, order, first_of_sorted)  # (B, S), in original order
+    index = first.unsqueeze(1).expand_as(pointer_attention)  # (B, T, S)
+    grouped = torch.zeros_like(pointer_attention).scatter_add_(-1, index, pointer_attention)
+    return grouped.gather(-1, index)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -634,4 +666,5 @@ __all__ = [
     "mix_log_probs",
     "gold_log_probs",
     "extended_log_probs",
+    "mix_into_log_probs",
 ]
