@@ -210,6 +210,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
     def __init__(self, *caches):
         super().__init__(*caches)
         self.pointer_coverage: torch.Tensor | None = None  # (B, S)
+        self.num_extended_slots: int | None = None
 
     @classmethod
     def wrap(cls, cache: EncoderDecoderCache) -> "PointerGeneratorCache":
@@ -235,6 +236,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
     def reset(self):
         super().reset()
         self.pointer_coverage = None
+        self.num_extended_slots = None
 
 
 @dataclass
@@ -514,7 +516,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 coverage_loss = per_step[gold_mask].sum() / denominator
                 loss = loss + self.config.coverage_weight * coverage_loss
         if labels is None or not self.training:
-            num_slots = max(int(source_ids.max()) + 1 - vocab_size, 0)
+            num_slots = self._num_extended_slots(source_ids, cache)
             logits = extended_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, num_slots)
 
         output = PointerGeneratorSeq2SeqLMOutput(
@@ -546,6 +548,15 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             start = coverage if coverage is not None else attention.new_zeros(attention.shape[0], attention.shape[2])
             coverage_before = start.unsqueeze(1) + attention.cumsum(1) - attention
         return attention, coverage_before
+
+    def _num_extended_slots(self, source_ids: torch.Tensor, cache) -> int:
+        # The logits' width: fixed for a whole generation, so it is read once (a device sync) and kept in the cache.
+        if isinstance(cache, PointerGeneratorCache) and cache.num_extended_slots is not None:
+            return cache.num_extended_slots
+        num_slots = max(int(source_ids.max()) + 1 - self.config.vocab_size, 0)
+        if isinstance(cache, PointerGeneratorCache):
+            cache.num_extended_slots = num_slots
+        return num_slots
 
     def _switch_logit(self, context, decoder_states, decoder_inputs_embeds) -> torch.Tensor:
         if self.config.force_p_gen is not None:
