@@ -98,16 +98,26 @@ def extended_log_probs(
     extended_input_ids: torch.Tensor,
     switch_logit: torch.Tensor,
     num_extended_slots: int,
+    source_first_occurrence: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The full mixture: (B, T, V + N) float32 log-probabilities. Slots a row does not have stay at -inf."""
+    """The full mixture: (B, T, V + N) float32 log-probabilities. Slots a row does not have stay at -inf.
+
+    `source_first_occurrence` (from `first_occurrence`) may be passed when the same sources are mixed repeatedly.
+    """
     logits = vocab_logits.float()
     if num_extended_slots:
         logits = F.pad(logits, (0, num_extended_slots), value=-torch.inf)  # (B, T, V + N)
-    return mix_into_log_probs(F.log_softmax(logits, dim=-1), pointer_attention, extended_input_ids, switch_logit)
+    return mix_into_log_probs(
+        F.log_softmax(logits, dim=-1), pointer_attention, extended_input_ids, switch_logit, source_first_occurrence
+    )
 
 
 def mix_into_log_probs(
-    log_p_vocab: torch.Tensor, pointer_attention: torch.Tensor, extended_input_ids: torch.Tensor, switch_logit: torch.Tensor
+    log_p_vocab: torch.Tensor,
+    pointer_attention: torch.Tensor,
+    extended_input_ids: torch.Tensor,
+    switch_logit: torch.Tensor,
+    source_first_occurrence: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The copy step of the mixture, given log P_vocab (B, T, V + N) (-inf on extended slots): (B, T, V + N).
 
@@ -117,7 +127,9 @@ def mix_into_log_probs(
     target_len = log_p_vocab.shape[1]
     switch_logit = switch_logit.float()
     source_ids = extended_input_ids.unsqueeze(1).expand(-1, target_len, -1)  # (B, T, S)
-    word_mass = _word_mass(pointer_attention.float(), extended_input_ids)  # (B, T, S)
+    if source_first_occurrence is None:
+        source_first_occurrence = first_occurrence(extended_input_ids)
+    word_mass = _word_mass(pointer_attention.float(), source_first_occurrence)  # (B, T, S)
     mixed_at_source = mix_log_probs(
         log_p_vocab.gather(-1, source_ids), _log_copy_mass(word_mass), switch_logit.unsqueeze(-1)
     )  # (B, T, S)
@@ -131,11 +143,10 @@ def mix_into_log_probs(
     return mixed.scatter_(-1, source_ids, mixed_at_source)
 
 
-def _word_mass(pointer_attention: torch.Tensor, extended_input_ids: torch.Tensor) -> torch.Tensor:
-    """Attention summed over every source position holding the same word, read back at each position: (B, T, S).
+def first_occurrence(extended_input_ids: torch.Tensor) -> torch.Tensor:
+    """For each source position, the position where its word first occurs in the row: (B, S).
 
-    Positions are grouped under the first occurrence of their id (a sort per row), so the sum is a scatter_add over
-    S source slots: O(B T S), not O(B T S^2) nor O(B T V).
+    Found with one stable sort per row, so grouping repeated words costs O(S log S), not an S x S comparison.
     """
     source_len = extended_input_ids.shape[-1]
     sorted_ids, order = extended_input_ids.sort(dim=-1, stable=True)  # (B, S)
@@ -144,7 +155,14 @@ def _word_mass(pointer_attention: torch.Tensor, extended_input_ids: torch.Tensor
     positions = torch.arange(source_len, device=sorted_ids.device).expand_as(sorted_ids)
     group_start = torch.where(starts_group, positions, 0).cummax(dim=-1).values  # (B, S), in sorted order
     first_of_sorted = order.gather(-1, group_start)  # stable sort: the group's smallest original position
-    first = torch.empty_like(order).scatter_(-1, order, first_of_sorted)  # (B, S), in original order
+    return torch.empty_like(order).scatter_(-1, order, first_of_sorted)  # (B, S), in original order
+
+
+def _word_mass(pointer_attention: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    """Attention summed over every source position holding the same word, read back at each position: (B, T, S).
+
+    `first` is `first_occurrence(extended_input_ids)`: a scatter_add over S slots, O(B T S).
+    """
     index = first.unsqueeze(1).expand_as(pointer_attention)  # (B, T, S)
     grouped = torch.zeros_like(pointer_attention).scatter_add_(-1, index, pointer_attention)
     return grouped.gather(-1, index)
@@ -205,12 +223,19 @@ class PointerAttention(nn.Module):
 
 
 class PointerGeneratorCache(EncoderDecoderCache):
-    """The base's encoder-decoder cache plus per-hypothesis pointer coverage, reordered with it during beam search."""
+    """The base's encoder-decoder cache plus per-hypothesis pointer state, reordered with it during beam search.
+
+    Holds the coverage (B, S) and, fixed for a generation, the OOV slot count and the grouping of repeated source
+    words (B, S).
+    """
+
+    _PER_ROW_STATE = ("pointer_coverage", "source_first_occurrence")
 
     def __init__(self, *caches):
         super().__init__(*caches)
         self.pointer_coverage: torch.Tensor | None = None  # (B, S)
         self.num_extended_slots: int | None = None
+        self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
 
     @classmethod
     def wrap(cls, cache: EncoderDecoderCache) -> "PointerGeneratorCache":
@@ -218,25 +243,27 @@ class PointerGeneratorCache(EncoderDecoderCache):
         wrapped.is_updated = dict(cache.is_updated)
         return wrapped
 
+    def _map_rows(self, fn) -> None:
+        for name in self._PER_ROW_STATE:
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, fn(value))
+
     def reorder_cache(self, beam_idx: torch.LongTensor):
         super().reorder_cache(beam_idx)
-        if self.pointer_coverage is not None:
-            self.pointer_coverage = self.pointer_coverage.index_select(0, beam_idx.to(self.pointer_coverage.device))
+        self._map_rows(lambda value: value.index_select(0, beam_idx.to(value.device)))
 
     def batch_repeat_interleave(self, repeats: int):
         super().batch_repeat_interleave(repeats)
-        if self.pointer_coverage is not None:
-            self.pointer_coverage = self.pointer_coverage.repeat_interleave(repeats, dim=0)
+        self._map_rows(lambda value: value.repeat_interleave(repeats, dim=0))
 
     def batch_select_indices(self, indices: torch.Tensor):
         super().batch_select_indices(indices)
-        if self.pointer_coverage is not None:
-            self.pointer_coverage = self.pointer_coverage[indices]
+        self._map_rows(lambda value: value[indices])
 
     def reset(self):
         super().reset()
-        self.pointer_coverage = None
-        self.num_extended_slots = None
+        self.pointer_coverage = self.source_first_occurrence = self.num_extended_slots = None
 
 
 @dataclass
@@ -516,8 +543,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 coverage_loss = per_step[gold_mask].sum() / denominator
                 loss = loss + self.config.coverage_weight * coverage_loss
         if labels is None or not self.training:
-            num_slots = self._num_extended_slots(source_ids, cache)
-            logits = extended_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, num_slots)
+            num_slots, first = self._source_layout(source_ids, cache)
+            logits = extended_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, num_slots, first)
 
         output = PointerGeneratorSeq2SeqLMOutput(
             loss=loss,
@@ -549,14 +576,15 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             coverage_before = start.unsqueeze(1) + attention.cumsum(1) - attention
         return attention, coverage_before
 
-    def _num_extended_slots(self, source_ids: torch.Tensor, cache) -> int:
-        # The logits' width: fixed for a whole generation, so it is read once (a device sync) and kept in the cache.
+    def _source_layout(self, source_ids: torch.Tensor, cache) -> tuple[int, torch.Tensor]:
+        # The logits' width and the grouping of repeated source words are fixed for a whole generation: computed at
+        # the first step (the width needs a device sync) and kept in the cache.
         if isinstance(cache, PointerGeneratorCache) and cache.num_extended_slots is not None:
-            return cache.num_extended_slots
-        num_slots = max(int(source_ids.max()) + 1 - self.config.vocab_size, 0)
+            return cache.num_extended_slots, cache.source_first_occurrence
+        layout = max(int(source_ids.max()) + 1 - self.config.vocab_size, 0), first_occurrence(source_ids)
         if isinstance(cache, PointerGeneratorCache):
-            cache.num_extended_slots = num_slots
-        return num_slots
+            cache.num_extended_slots, cache.source_first_occurrence = layout
+        return layout
 
     def _switch_logit(self, context, decoder_states, decoder_inputs_embeds) -> torch.Tensor:
         if self.config.force_p_gen is not None:
@@ -678,4 +706,5 @@ __all__ = [
     "gold_log_probs",
     "extended_log_probs",
     "mix_into_log_probs",
+    "first_occurrence",
 ]
