@@ -1,0 +1,161 @@
+"""hf_pgen.metrics: placeholder extraction, placeholder preservation, OOV copy rate, BLEU/chrF and evaluate wrappers."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from hf_pgen.metrics import (
+    corpus_bleu,
+    corpus_chrf,
+    extract_placeholders,
+    oov_copy_rate,
+    placeholder_preservation,
+    placeholders_preserved,
+    translation_metrics,
+)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Delete %s?", ["%s"]),
+        ("%d of %d files", ["%d", "%d"]),
+        ("%(name)s was deleted", ["%(name)s"]),
+        ("%(count)d items, %(size).1f MB", ["%(count)d", "%(size).1f"]),
+        ("%1 of %2", ["%1", "%2"]),
+        ("%1$s and %2$d, %-5.2f, %lu, %5s", ["%1$s", "%2$d", "%-5.2f", "%lu", "%5s"]),
+        ("Hello {name}, you have {0} messages", ["{name}", "{0}"]),
+        ("{} and {0:.2f} and {name!r} and {obj.attr} and {items[0]}", ["{}", "{0:.2f}", "{name!r}", "{obj.attr}",
+                                                                       "{items[0]}"]),
+        ("{n, number} of {d, date, short}", ["{n, number}", "{d, date, short}"]),
+        ("{count,number,integer} left", ["{count,number,integer}"]),
+        ("Welcome {{ user }} to ${site} and %{place}", ["{{ user }}", "${site}", "%{place}"]),
+        ("<b>bold</b> and <br/> and <br /> and <BR>", ["<b>", "</b>", "<br/>", "<br />", "<BR>"]),
+        ('Click <a href="%(url)s" target="_blank">here</a>', ['<a href="%(url)s" target="_blank">', "</a>"]),
+        ("<0>Sign in</0> or <1/>", ["<0>", "</0>", "<1/>"]),
+        ("See https://example.org/docs?x=1. Or www.example.com!", ["https://example.org/docs?x=1",
+                                                                   "www.example.com"]),
+        ("(http://example.org/a)", ["http://example.org/a"]),
+    ],
+)
+def test_extract_placeholders(text, expected):
+    assert extract_placeholders(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "50% off",  # a space flag would read "% o" as a conversion
+        "100%% sure",  # escaped percent
+        "<new column>",  # an angle-bracketed label to translate, not markup
+        "<enter SQL expression here>",
+        "a scheme such as “https://”.",  # no host: not a URL
+        "Progress: 100 %",
+        "",
+    ],
+)
+def test_not_placeholders(text):
+    assert extract_placeholders(text) == []
+
+
+def test_escaped_percent_does_not_hide_the_next_conversion_but_is_not_one():
+    assert extract_placeholders("100%% of %s") == ["%s"]
+    assert extract_placeholders("%%s") == []  # "%%" + "s": a literal "%s" in the output, no argument
+
+
+def test_icu_plural_keeps_head_and_inner_placeholders_but_not_submessage_braces():
+    text = "{count, plural, one {# file in {folder}} other {# files}} selected"
+    assert extract_placeholders(text) == ["{count, plural,", "{folder}"]
+    # The translated sub-messages change; the placeholders must not.
+    german = "{count, plural, one {# Datei in {folder}} other {# Dateien}} ausgewählt"
+    assert placeholders_preserved(text, german)
+    assert not placeholders_preserved(text, "{count, plural, one {# Datei} other {# Dateien}} ausgewählt")
+
+
+def test_placeholders_preserved_is_a_multiset_comparison():
+    assert placeholders_preserved("Delete %(name)s?", "%(name)s löschen?") is True
+    assert placeholders_preserved("no placeholder", "kein Platzhalter") is None
+    assert placeholders_preserved("%s and %s", "%s und") is False  # one dropped
+    assert placeholders_preserved("%s", "%s %s") is False  # duplicated
+    assert placeholders_preserved("%(name)s", "%(Name)s") is False  # changed
+    assert placeholders_preserved("%s", "%s %d") is False  # invented
+    assert placeholders_preserved("<b>%s</b>", "</b>%s<b>") is True  # order is free (German reorders)
+
+
+def test_placeholder_preservation_counts_only_sources_with_placeholders():
+    sources = ["Delete %(name)s?", "Hello", "%d of %d", "<b>Warning</b>: %s"]
+    predictions = ["%(name)s löschen?", "Hallo %s", "%d von", "<b>Warnung</b>: %s"]
+    # Eligible: 0, 2, 3 -> kept by 0 and 3. Example 1 invents "%s" but has no source placeholder: not counted.
+    assert placeholder_preservation(sources, predictions) == pytest.approx(2 / 3)
+    assert math.isnan(placeholder_preservation(["Hello"], ["Hallo"]))
+    with pytest.raises(ValueError, match="lengths"):
+        placeholder_preservation(["a", "b"], ["a"])
+
+
+def test_oov_copy_rate():
+    oov = [[" Nakamura", "Zyx"], ["Qwerty"], [], None, ["Foo"]]
+    references = ["Nakamura öffnen", "Qwerty löschen", "nichts", "nichts", "Bar"]
+    predictions = ["Nakamura öffnen", "löschen", "nichts", "nichts", "Foo"]
+    # Copyable: Nakamura (ex 0; "Zyx" is not in the reference), Qwerty (ex 1); "Foo" is not in its reference.
+    # Copied: Nakamura only.
+    assert oov_copy_rate(oov, references, predictions) == pytest.approx(1 / 2)
+    assert math.isnan(oov_copy_rate([[]], ["x"], ["x"]))
+    # A word repeated in one example's table counts once.
+    assert oov_copy_rate([["Zed", "Zed "]], ["Zed"], ["Zed"]) == 1.0
+    with pytest.raises(ValueError, match="lengths"):
+        oov_copy_rate([[]], ["a", "b"], ["a", "b"])
+
+
+def test_bleu_and_chrf():
+    references = ["Die Datei wurde gelöscht.", "Öffnen Sie die Einstellungen."]
+    assert corpus_bleu(references, references) == pytest.approx(100.0)
+    assert corpus_chrf(references, references) == pytest.approx(100.0)
+    worse = ["Die Datei.", "Einstellungen."]
+    assert corpus_bleu(worse, references) < 50
+    assert 0 < corpus_chrf(worse, references) < 100
+    results = translation_metrics(["Delete %s", "Open settings"], ["%s löschen", "Einstellungen"], references,
+                                  [["Zzz"], []])
+    assert set(results) == {"bleu", "chrf", "placeholder_preservation", "oov_copy_rate"}
+    assert results["placeholder_preservation"] == 1.0
+
+
+def test_evaluate_wrappers_work_offline():
+    from hf_pgen import metrics
+
+    result = metrics.PlaceholderPreservation().compute(
+        sources=["Delete %(name)s?", "Hello", "%d of %d"], predictions=["%(name)s löschen?", "Hallo", "%d von"]
+    )
+    assert result == {"placeholder_preservation": 0.5, "placeholder_examples": 2}
+    result = metrics.OOVCopyRate().compute(oov_words=[["Nakamura"], []], references=["Nakamura x", "y"],
+                                           predictions=["Nakamura", "y"])
+    assert result == {"oov_copy_rate": 1.0}
+    sentence = "Die Datei wurde erfolgreich gelöscht ."
+    bleu = metrics.SacreBLEU().compute(predictions=[sentence], references=[sentence])
+    assert bleu["score"] == pytest.approx(100.0)
+    assert metrics.ChrF().compute(predictions=["Die Datei"], references=["Die Datei"])["score"] == pytest.approx(100.0)
+    with pytest.raises(AttributeError):
+        metrics.NoSuchMetric  # noqa: B018
+
+
+def test_importable_without_datasets_and_evaluate():
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('datasets', 'evaluate', 'sacrebleu'):\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import importlib.util\n"
+        "spec = importlib.util.spec_from_file_location('m', " + repr(_metrics_path()) + ")\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "assert m.placeholder_preservation(['%s'], ['%s']) == 1.0\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _metrics_path():
+    import hf_pgen.metrics
+
+    return hf_pgen.metrics.__file__
