@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-datasets = pytest.importorskip("datasets")
+import datasets
 
 # training/ is not an installed package: make the repository root importable
 # also when pytest is run as a plain `pytest` command.

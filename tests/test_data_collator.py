@@ -125,7 +125,7 @@ def test_rejects_other_string_columns(tok, features):
 
 
 def test_dataloader_over_mapped_dataset(tok, vocab_size):
-    datasets = pytest.importorskip("datasets")
+    import datasets
     raw = datasets.Dataset.from_dict({"src": SOURCES, "tgt": TARGETS})
 
     def preprocess(batch):

@@ -691,6 +691,10 @@ class TranslationMetrics:
         predictions = eval_preds.predictions
         if isinstance(predictions, tuple):
             predictions = predictions[0]
+        if len(predictions) > len(side.sources) and _world_size() > 1:
+            # Distributed evaluation fills the last global batch by wrapping around to the first examples, and these
+            # duplicates come back appended after the real predictions, which stay in dataset order.
+            predictions = predictions[: len(side.sources)]
         if len(predictions) != len(side.sources):
             raise RuntimeError(f"{len(predictions)} predictions for {len(side.sources)} {self.current} examples: the "
                                "side list is not aligned with the dataset.")
@@ -699,6 +703,10 @@ class TranslationMetrics:
         lengths = (predictions >= 0) & (predictions != self.tokenizer.pad_token_id)
         metrics["gen_len"] = float(np.mean(lengths.sum(-1)))
         return {k: round(v, 4) for k, v in metrics.items() if not (isinstance(v, float) and math.isnan(v))}
+
+
+def _world_size() -> int:
+    return torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
 
 
 @torch.no_grad()
@@ -727,9 +735,13 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
     def _get_eval_sampler(self, eval_dataset):
         # Predictions are decoded with OOV tables kept in dataset order: never reorder evaluation data (the stock
         # sampler groups it by length when train_sampling_strategy="group_by_length").
-        if eval_dataset is not None and self.args.world_size <= 1 and has_length(eval_dataset):
+        if eval_dataset is None or not has_length(eval_dataset):
+            return super()._get_eval_sampler(eval_dataset)
+        if self.args.world_size <= 1:
             return SequentialSampler(eval_dataset)
-        return super()._get_eval_sampler(eval_dataset)
+        # Distributed: no sampler, so Accelerate shards in order and gather_for_metrics restores the order and drops
+        # the padding duplicates (a length-grouped sampler would be re-sharded and come back misaligned).
+        return None
 
     def create_model_card(self, *args, **kwargs):
         if self.rendered_model_card is None:
