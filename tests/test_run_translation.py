@@ -260,6 +260,22 @@ def test_push_to_hub_uploads_the_rendered_card(tmp_path):
         done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True,
                               timeout=240)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        # Another machine: no hf_pgen, an empty cache, everything through the Hub's download path.
+        from conftest import run_without_hf_pgen
+
+        stdout = run_without_hf_pgen(
+            """
+import json
+from transformers import AutoModelForSeq2SeqLM, pipeline
+model = AutoModelForSeq2SeqLM.from_pretrained("tester/tiny-pgen", trust_remote_code=True)
+out = pipeline("translation", model="tester/tiny-pgen", trust_remote_code=True)(["Delete file 7", "Delete Zyx"])
+print(json.dumps({"class": type(model).__name__, "out": out}))
+""",
+            env=client_env(base_url, tmp_path / "hf_home_download"),
+        )
+    downloaded = json.loads(stdout.strip().splitlines()[-1])
+    assert downloaded["class"] == "PointerGeneratorForConditionalGeneration"
+    assert [sorted(item) for item in downloaded["out"]] == [["translation_text"], ["translation_text"]]
     storage = HubStorage(tmp_path / "hub")
     files = storage.list_files("tester/tiny-pgen")
     assert {"README.md", "config.json", "model.safetensors", "tokenizer.json",
