@@ -474,7 +474,6 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         cache = cache if cache is not None else past_key_values
-        vocab_size = self.config.vocab_size
         source_ids = extended_input_ids if extended_input_ids is not None else input_ids
         self._check_source_ids(input_ids, extended_input_ids)
         if source_ids is None:
