@@ -13,7 +13,6 @@ N = extended (copy-only) slots in the batch, D = hidden sizes.
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 from dataclasses import dataclass
 
@@ -648,10 +647,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
     def _get_logits_processor(self, *args, **kwargs) -> LogitsProcessorList:
         processors = super()._get_logits_processor(*args, **kwargs)
-        model_kwargs = kwargs.get("model_kwargs")
-        if model_kwargs is None:
-            model_kwargs = _bound_argument(super()._get_logits_processor, args, kwargs, "model_kwargs")
-        source_ids = (model_kwargs or {}).get("extended_input_ids")
+        # generate() (5.23 and 5.24) passes model_kwargs by keyword, already expanded for beams / returned sequences.
+        source_ids = (kwargs.get("model_kwargs") or {}).get("extended_input_ids")
         if source_ids is not None:
             processors.append(ExtendedVocabularyLogitsProcessor(source_ids, self.config.vocab_size))
         return processors
@@ -687,13 +684,6 @@ def _hidden_size(config, side: str) -> int:
         if getattr(config, name, None):
             return getattr(config, name)
     raise ValueError(f"Cannot find the {side} hidden size in {type(config).__name__}.")
-
-
-def _bound_argument(function, args, kwargs, name):
-    try:
-        return inspect.signature(function).bind_partial(*args, **kwargs).arguments.get(name)
-    except TypeError:
-        return None
 
 
 __all__ = [

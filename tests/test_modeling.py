@@ -249,3 +249,28 @@ def test_bad_inputs_get_clear_errors():
     model.config.unk_token_id = None
     with pytest.raises(ValueError, match="unk_token_id"):
         model(input_ids=input_ids, extended_input_ids=extended, decoder_input_ids=torch.tensor([[2, VOCAB]] * 3))
+
+
+def test_generate_installs_the_oov_slot_processor(monkeypatch):
+    from hf_pgen import ExtendedVocabularyLogitsProcessor
+
+    calls = []
+    original = ExtendedVocabularyLogitsProcessor.__call__
+
+    def spy(self, input_ids, scores):
+        calls.append(self.allowed_slots.clone())
+        return original(self, input_ids, scores)
+
+    monkeypatch.setattr(ExtendedVocabularyLogitsProcessor, "__call__", spy)
+    model = wrap("bart")
+    input_ids, attention_mask, extended = source_batch()
+    model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, num_beams=2,
+                   max_new_tokens=2)
+    assert calls, "generate() did not run the processor"
+    # Beam-expanded rows: example 0 owns no slot, example 1 only slot 0, example 2 slots 0 and 1.
+    expected = torch.tensor([[False, False], [True, False], [True, True]]).repeat_interleave(2, dim=0)
+    assert torch.equal(calls[0], expected)
+    scores = torch.zeros(6, VOCAB + 2)
+    masked = ExtendedVocabularyLogitsProcessor(extended.repeat_interleave(2, dim=0), VOCAB)(None, scores)
+    assert torch.isneginf(masked[:2, VOCAB:]).all() and torch.isneginf(masked[2:4, VOCAB + 1]).all()
+    assert (masked[:, :VOCAB] == 0).all() and (masked[4:, VOCAB:] == 0).all()
