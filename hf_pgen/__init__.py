@@ -8,7 +8,6 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from .configuration_pointer_generator import PointerGeneratorConfig
 from .data_collator import DataCollatorForPointerGenerator
-from .generation_pointer_generator import ExtendedVocabularyLogitsProcessor
 from .modeling_pointer_generator import (
     PointerGeneratorForConditionalGeneration,
     PointerGeneratorPreTrainedModel,
@@ -33,7 +32,6 @@ __all__ = [
     "PointerGeneratorPreTrainedModel",
     "PointerGeneratorSeq2SeqLMOutput",
     "PointerGeneratorText2TextPipeline",
-    "ExtendedVocabularyLogitsProcessor",
     "DataCollatorForPointerGenerator",
     "encode_with_oovs",
     "decode_with_oovs",

@@ -10,6 +10,19 @@ from transformers.configuration_utils import SubConfigSpec
 POINTER_SOURCES = ("dedicated", "cross_attention")
 _SPECIAL_TOKEN_FIELDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "unk_token_id")
 
+# What `config.custom_pipelines` holds in a saved folder: Transformers 5 removed these three tasks, and a folder's
+# custom pipelines bring them back (`pipeline("translation", model=folder, trust_remote_code=True)`). The impl is
+# resolved inside the folder's own copy of the pipeline module. Written at save time, never by a constructor.
+CUSTOM_PIPELINES = {
+    task: {
+        "impl": "pipeline_pointer_generator.PointerGeneratorText2TextPipeline",
+        "pt": ["AutoModelForSeq2SeqLM"],
+        "tf": [],
+        "type": "text",
+    }
+    for task in ("translation", "summarization", "text2text-generation")
+}
+
 
 class PointerGeneratorConfig(PreTrainedConfig):
     r"""
@@ -33,12 +46,20 @@ class PointerGeneratorConfig(PreTrainedConfig):
         pointer_heads (`list[int]`, *optional*):
             With `pointer="cross_attention"`: the heads to average. Defaults to all heads.
         coverage (`bool`, defaults to `False`):
-            Coverage (See et al. 2017): the sum of earlier pointer attentions enters the pointer scores and the loss
-            adds `coverage_weight * sum_i min(a_i^t, c_i^t)` per target token.
+            Coverage (See et al. 2017): the loss adds `coverage_weight * sum_i min(a_i^t, c_i^t)` per target token,
+            c^t being the sum of earlier pointer attentions. With the dedicated pointer c^t also enters the pointer
+            scores; with `pointer="cross_attention"` the base's attention scores cannot take it, so it is a loss term
+            only.
         coverage_weight (`float`, defaults to 1.0):
             Weight of the coverage loss.
         force_p_gen (`float`, *optional*):
-            Fix p_gen instead of predicting it: 1.0 never copies (the base model's distribution), 0.0 always copies.
+            Fix p_gen instead of predicting it: 1.0 switches copying off (the model then returns the base's own logits,
+            so every `generate()` option behaves exactly as on the base), 0.0 always copies.
+        label_smoothing (`float`, defaults to 0.0):
+            Label smoothing of the model's own loss, spread over the classes each example really has (its vocabulary
+            plus its own out-of-vocabulary slots). `Seq2SeqTrainer`'s `label_smoothing_factor` cannot do this (it
+            smooths over every column, including slots an example lacks): set this field instead, or use
+            `hf_pgen.PointerGeneratorSeq2SeqTrainer`, which passes the factor through.
         p_gen_bias_init (`float`, defaults to 10.0):
             Initial bias of the copy switch. The switch's weights start at zero, so p_gen starts at
             `sigmoid(p_gen_bias_init)`: with the default, 0.99995, a freshly wrapped base generates what it generated
@@ -60,6 +81,7 @@ class PointerGeneratorConfig(PreTrainedConfig):
     coverage: bool = False
     coverage_weight: float = 1.0
     force_p_gen: float | None = None
+    label_smoothing: float = 0.0
     p_gen_bias_init: float = 10.0
     is_encoder_decoder: bool = True
     pad_token_id: int | None = None
@@ -83,10 +105,39 @@ class PointerGeneratorConfig(PreTrainedConfig):
             raise ValueError(f"force_p_gen={self.force_p_gen} must lie in [0, 1] (1.0 = never copy, 0.0 = always copy).")
         if self.coverage_weight < 0:
             raise ValueError(f"coverage_weight={self.coverage_weight} must be >= 0.")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing={self.label_smoothing} must lie in [0, 1).")
+        _check_shared_vocabulary(self.base_config)
+        if self.pointer == "cross_attention":
+            self._check_cross_attention_pointer()
         # generate() and the Trainer read special tokens from the top-level config: mirror the base's.
         for name in _SPECIAL_TOKEN_FIELDS:
             if getattr(self, name) is None:
                 setattr(self, name, getattr(self.base_config, name, None))
+
+    def _check_cross_attention_pointer(self) -> None:
+        layers = _first_attr(self.base_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers")
+        heads = _first_attr(self.base_config, "decoder_attention_heads", "num_heads", "num_attention_heads")
+        if layers is not None and not -layers <= self.pointer_layer < layers:
+            raise ValueError(
+                f"pointer_layer={self.pointer_layer} does not name a decoder layer: the base has {layers} "
+                f"(use 0..{layers - 1}, or -1 for the last)."
+            )
+        if self.pointer_heads is not None:
+            if len(self.pointer_heads) == 0:
+                raise ValueError("pointer_heads=[] selects no head: pass None for all heads, or a list of head indices.")
+            if heads is not None and any(not 0 <= head < heads for head in self.pointer_heads):
+                raise ValueError(
+                    f"pointer_heads={self.pointer_heads} must be head indices in 0..{heads - 1}: the base's decoder "
+                    f"cross-attention has {heads} heads."
+                )
+            if len(set(self.pointer_heads)) != len(self.pointer_heads):
+                raise ValueError(f"pointer_heads={self.pointer_heads} names a head twice.")
+
+    def get_text_config(self, decoder=None, encoder=None) -> PreTrainedConfig:
+        # Caches, resize_token_embeddings and generate() size themselves from the text config: that is the base's
+        # (its decoder may have more layers than its encoder, which the wrapper's own fields cannot say).
+        return self.base_config.get_text_config(decoder=decoder, encoder=encoder)
 
     @property
     def vocab_size(self) -> int:
@@ -101,5 +152,34 @@ class PointerGeneratorConfig(PreTrainedConfig):
     def num_hidden_layers(self) -> int:
         return self.base_config.num_hidden_layers
 
+    @property
+    def num_attention_heads(self) -> int:
+        return self.base_config.num_attention_heads
 
-__all__ = ["PointerGeneratorConfig"]
+
+def _first_attr(config: PreTrainedConfig, *names: str) -> int | None:
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _check_shared_vocabulary(base_config: PreTrainedConfig) -> None:
+    # The pointer copies a source id x_i as the target id x_i: that only means something when both sides share one
+    # vocabulary (Marian can be configured with two).
+    decoder_vocab_size = getattr(base_config, "decoder_vocab_size", None)
+    separate = getattr(base_config, "share_encoder_decoder_embeddings", True) is False or (
+        decoder_vocab_size is not None and decoder_vocab_size != base_config.vocab_size
+    )
+    if separate:
+        raise ValueError(
+            f"The base has separate source and target vocabularies (share_encoder_decoder_embeddings="
+            f"{getattr(base_config, 'share_encoder_decoder_embeddings', None)}, vocab_size={base_config.vocab_size}, "
+            f"decoder_vocab_size={decoder_vocab_size}). A copied source id would name a different target token: the "
+            "pointer-generator needs one vocabulary shared by source and target (share_encoder_decoder_embeddings=True, "
+            "decoder_vocab_size == vocab_size)."
+        )
+
+
+__all__ = ["PointerGeneratorConfig", "CUSTOM_PIPELINES"]

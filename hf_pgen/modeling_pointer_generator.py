@@ -12,8 +12,10 @@ N = extended (copy-only) slots in the batch, D = hidden sizes.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -21,17 +23,25 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoModelForSeq2SeqLM, GenerationMixin, PreTrainedModel
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-from transformers.generation import LogitsProcessorList
+from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
 from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers.utils import logging
 
-from .configuration_pointer_generator import PointerGeneratorConfig
-from .generation_pointer_generator import ExtendedVocabularyLogitsProcessor
-from .pipeline_pointer_generator import CUSTOM_PIPELINES
+from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig
+
+logger = logging.get_logger(__name__)
 
 # 5.24 renamed the cache argument and output field from `past_key_values` to `cache`; support both releases.
 _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
 
 _COPY_MASS_FLOOR = 1e-30
+
+# Keys of an encoded batch (hf_pgen's processor / encode_with_oovs) that are for decoding, not for the model:
+# generate() drops them so that `model.generate(**batch)` just works.
+_DECODING_ONLY_KEYS = ("oov_words", "num_truncated_tokens")
+
+# Longest source assumed for bases without position limits (T5): it fixes the width of evaluation logits.
+_DEFAULT_MAX_SOURCE_POSITIONS = 512
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -45,9 +55,13 @@ def mix_log_probs(log_p_vocab: torch.Tensor, log_copy_mass: torch.Tensor, switch
     Mixing in log space keeps the result finite when p_gen saturates at 0 or 1 (where the probability-space form takes
     log(0)). All arguments broadcast against each other; `switch_logit` is logit(p_gen) (+inf/-inf force generate/copy).
     """
-    return torch.logaddexp(
-        F.logsigmoid(switch_logit) + log_p_vocab, F.logsigmoid(-switch_logit) + log_copy_mass
-    )
+    generate = F.logsigmoid(switch_logit) + log_p_vocab
+    copy = F.logsigmoid(-switch_logit) + log_copy_mass
+    # A word neither side can produce is -inf, but logaddexp(-inf, -inf)'s gradient is NaN, and NaN times the zero
+    # gradient of an ignored label stays NaN: give those entries finite inputs and put -inf back afterwards.
+    impossible = torch.isneginf(generate) & torch.isneginf(copy)
+    mixed = torch.logaddexp(generate.masked_fill(impossible, 0.0), copy.masked_fill(impossible, 0.0))
+    return mixed.masked_fill(impossible, -torch.inf)
 
 
 def _log_copy_mass(copy_mass: torch.Tensor) -> torch.Tensor:
@@ -89,6 +103,53 @@ def gold_log_probs(
     # A word absent from the source has no copy term at all (as in extended_log_probs), not a floored one.
     log_copy_mass = torch.where(is_gold.any(-1), _log_copy_mass(copy_mass), -torch.inf)
     return mix_log_probs(log_p_vocab, log_copy_mass, switch_logit.float())
+
+
+def smoothed_log_probs(
+    vocab_logits: torch.Tensor,
+    pointer_attention: torch.Tensor,
+    extended_input_ids: torch.Tensor,
+    switch_logit: torch.Tensor,
+    source_first_occurrence: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Mean log-probability over the classes each row really has (its V words plus its own OOV slots): (B, T).
+
+    The label-smoothing term of the loss, equal to averaging `extended_log_probs` over columns [0, V + N_b) of row b,
+    without building the (B, T, V + N) mixture: words outside the source get log p_gen + log P_vocab, so their sum
+    follows from the log-softmax's sum; only the distinct source words are mixed one by one.
+    """
+    vocab_size = vocab_logits.shape[-1]
+    logits = vocab_logits.float()
+    log_normalizer = logits.logsumexp(-1, keepdim=True)  # (B, T, 1)
+    sum_log_p_vocab = logits.sum(-1) - vocab_size * log_normalizer.squeeze(-1)  # (B, T)
+    if source_first_occurrence is None:
+        source_first_occurrence = first_occurrence(extended_input_ids)
+    positions = torch.arange(extended_input_ids.shape[-1], device=extended_input_ids.device)
+    is_first = source_first_occurrence == positions  # (B, S): one position per distinct source word
+    in_vocab = extended_input_ids < vocab_size  # (B, S)
+    source_ids = torch.where(in_vocab, extended_input_ids, 0).unsqueeze(1).expand(-1, logits.shape[1], -1)
+    log_p_at_source = torch.where(
+        in_vocab.unsqueeze(1), logits.gather(-1, source_ids) - log_normalizer, -torch.inf
+    )  # (B, T, S)
+    word_mass = _word_mass(pointer_attention.float(), source_first_occurrence)  # (B, T, S)
+    mixed_at_source = mix_log_probs(log_p_at_source, _log_copy_mass(word_mass), switch_logit.float().unsqueeze(-1))
+    first_in_vocab = (is_first & in_vocab).unsqueeze(1)  # (B, 1, S)
+    # Words of the vocabulary that are not in the source: generated only.
+    num_generated_only = vocab_size - first_in_vocab.sum(-1)  # (B, 1)
+    sum_generated_only = sum_log_p_vocab - torch.where(first_in_vocab, log_p_at_source, 0.0).sum(-1)
+    log_p_gen = F.logsigmoid(switch_logit.float())
+    # (-inf) * 0 would be NaN when p_gen = 0 and the source holds every word.
+    generated_only = torch.where(num_generated_only > 0, log_p_gen * num_generated_only, 0.0) + torch.where(
+        num_generated_only > 0, sum_generated_only, 0.0
+    )
+    total = generated_only + torch.where(is_first.unsqueeze(1), mixed_at_source, 0.0).sum(-1)  # (B, T)
+    num_classes = vocab_size + (is_first & ~in_vocab).sum(-1, keepdim=True)  # (B, 1): V + N_b
+    return total / num_classes
+
+
+def num_oov_slots(extended_input_ids: torch.Tensor, vocab_size: int) -> int:
+    """Extended slots a batch spans: the logits' width is vocab_size + this. One device sync."""
+    return max(int(extended_input_ids.max()) + 1 - vocab_size, 0)
 
 
 def extended_log_probs(
@@ -224,17 +285,33 @@ class PointerAttention(nn.Module):
 class PointerGeneratorCache(EncoderDecoderCache):
     """The base's encoder-decoder cache plus per-hypothesis pointer state, reordered with it during beam search.
 
-    Holds the coverage (B, S) and, fixed for a generation, the OOV slot count and the grouping of repeated source
-    words (B, S).
+    Holds the coverage after each consumed decoder position (B, T, S), so that assisted decoding can crop it with the
+    key/value cache, and, fixed for a generation, the OOV slot count and the grouping of repeated source words (B, S).
     """
 
-    _PER_ROW_STATE = ("pointer_coverage", "source_first_occurrence")
+    _PER_ROW_STATE = ("coverage_history", "source_first_occurrence")
 
     def __init__(self, *caches):
         super().__init__(*caches)
-        self.pointer_coverage: torch.Tensor | None = None  # (B, S)
+        self.coverage_history: torch.Tensor | None = None  # (B, T_done, S)
         self.num_extended_slots: int | None = None
         self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
+
+    @property
+    def pointer_coverage(self) -> torch.Tensor | None:
+        """Attention summed over every consumed decoder position: (B, S), or None before the first."""
+        return None if self.coverage_history is None else self.coverage_history[:, -1]
+
+    def append_coverage(self, coverage_after: torch.Tensor) -> None:
+        """Record the coverage after each position of this call: (B, T, S)."""
+        history = self.coverage_history
+        self.coverage_history = coverage_after if history is None else torch.cat([history, coverage_after], dim=1)
+
+    def crop(self, tokens_to_remove: int) -> None:
+        super().crop(tokens_to_remove)
+        if self.coverage_history is not None:
+            kept = self.get_seq_length()
+            self.coverage_history = self.coverage_history[:, :kept] if kept > 0 else None
 
     @classmethod
     def wrap(cls, cache: EncoderDecoderCache) -> "PointerGeneratorCache":
@@ -262,12 +339,16 @@ class PointerGeneratorCache(EncoderDecoderCache):
 
     def reset(self):
         super().reset()
-        self.pointer_coverage = self.source_first_occurrence = self.num_extended_slots = None
+        self.coverage_history = self.source_first_occurrence = self.num_extended_slots = None
 
 
 @dataclass
 class PointerGeneratorSeq2SeqLMOutput(Seq2SeqLMOutput):
     """`Seq2SeqLMOutput` whose `logits` are log-probabilities over the extended vocabulary (B, T, V + N).
+
+    With copying switched off (`force_p_gen=1.0`) `logits` are the base's own (unnormalised) logits, padded with -inf
+    over the copy slots. With labels in evaluation mode (the Trainer's evaluate/predict) they are padded with -inf to a
+    fixed width, vocab_size + the base's longest source, so that batches concatenate.
 
     Extra fields (with `output_pointer=True`): `p_gen` (B, T), `pointer_attentions` (B, T, S); `coverage_loss` when
     coverage is on and labels are given.
@@ -336,14 +417,14 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
     def __init__(self, config: PointerGeneratorConfig, base_model: PreTrainedModel | None = None):
         super().__init__(config)
-        # A saved folder serves pipeline("translation" | "summarization" | "text2text-generation", model=folder,
-        # trust_remote_code=True): Transformers 5 removed those tasks, custom_pipelines brings them back.
-        if not getattr(config, "custom_pipelines", None):
-            config.custom_pipelines = copy.deepcopy(CUSTOM_PIPELINES)
         if base_model is None:
             attn = "eager" if config.pointer == "cross_attention" else config.base_config._attn_implementation
             base_model = AutoModelForSeq2SeqLM.from_config(config.base_config, attn_implementation=attn)
         self.base = base_model
+        # The pointer and the switch read the decoder's final states. Asking the base for every layer's hidden states
+        # costs a tuple per step; a hook on the decoder hands over the one tensor needed.
+        self._decoder_states: torch.Tensor | None = None
+        self.base.get_decoder().register_forward_hook(self._keep_decoder_states)
         decoder_dim = _hidden_size(config.base_config, "decoder")
         encoder_dim = _hidden_size(config.base_config, "encoder")
         embed_dim = self.base.get_input_embeddings().embedding_dim
@@ -395,9 +476,62 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         # Wrapping resets the shared base config's attention implementation; a base left without one loses its
         # causal mask, so set it again.
         model.base.set_attn_implementation(attn_implementation)
+        model._sync_attn_implementation()
         model.to(device=base_model.device, dtype=base_model.dtype)
         model.generation_config = base_model.generation_config
         return model
+
+    def post_init(self):
+        super().post_init()
+        self._sync_attn_implementation()
+
+    def _sync_attn_implementation(self) -> None:
+        # generate() builds 4-D masks (static cache) from the wrapper's config: it must name the attention the base
+        # really runs, or an eager base receives a boolean SDPA mask and masks nothing.
+        self.config._attn_implementation_internal = self.base.config._attn_implementation
+
+    def set_attn_implementation(self, attn_implementation: str | dict, **kwargs):
+        requested = attn_implementation if isinstance(attn_implementation, str) else attn_implementation.get("")
+        if self.config.pointer == "cross_attention" and requested not in (None, "eager"):
+            raise ValueError(
+                f"pointer='cross_attention' reads the base's cross-attention weights, which only eager attention returns; "
+                f"it cannot run with attn_implementation={requested!r}. Use pointer='dedicated' (a separate attention, "
+                "so the base keeps SDPA/flash) or keep 'eager'."
+            )
+        super().set_attn_implementation(attn_implementation, **kwargs)
+        self._sync_attn_implementation()
+
+    @contextlib.contextmanager
+    def disable_copy(self) -> Iterator["PointerGeneratorForConditionalGeneration"]:
+        """Run as the base model inside the block (`force_p_gen=1.0`): outputs equal the base's exactly.
+
+        ```python
+        with model.disable_copy():
+            base_ids = model.generate(**batch)
+        ```
+        """
+        previous = self.config.force_p_gen
+        self.config.force_p_gen = 1.0
+        try:
+            yield self
+        finally:
+            self.config.force_p_gen = previous
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """As `PreTrainedModel.save_pretrained`, and the folder serves `pipeline("translation" | "summarization" |
+        "text2text-generation", model=folder, trust_remote_code=True)`: Transformers 5 removed those tasks, a folder's
+        `custom_pipelines` brings them back. The pipeline module is copied beside the model code by this import."""
+        from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline  # noqa: F401  (copied at save time)
+
+        if not getattr(self.config, "custom_pipelines", None):
+            self.config.custom_pipelines = copy.deepcopy(CUSTOM_PIPELINES)
+        return super().save_pretrained(save_directory, *args, **kwargs)
+
+    def resize_token_embeddings(self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, **kwargs):
+        """Resize the base's (shared) embeddings and LM head; extended ids then start at the new `vocab_size`."""
+        embeddings = self.base.resize_token_embeddings(new_num_tokens, pad_to_multiple_of, **kwargs)
+        self._decoder_states = None
+        return embeddings
 
     # -- delegation to the base -----------------------------------------------------------------------------------
 
@@ -415,6 +549,12 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
     def get_output_embeddings(self):
         return self.base.get_output_embeddings()
+
+    def set_output_embeddings(self, new_embeddings):
+        self.base.set_output_embeddings(new_embeddings)
+
+    def _keep_decoder_states(self, module, args, output) -> None:
+        self._decoder_states = output[0]  # (B, T, D_dec): the decoder's last hidden state
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Shift labels right behind the decoder start token; -100 becomes pad, extended ids become unknown."""
@@ -472,6 +612,12 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             When training with labels they are not built (None): the loss only needs the gold ids.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        # Not a forward argument: the Trainer takes every argument whose name holds "label" for a label column.
+        label_smoothing = self.config.label_smoothing
         cache = cache if cache is not None else past_key_values
         source_ids = extended_input_ids if extended_input_ids is not None else input_ids
         self._check_source_ids(input_ids, extended_input_ids)
@@ -497,6 +643,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         previous_coverage = cache.pointer_coverage if isinstance(cache, PointerGeneratorCache) else None
 
         need_cross_attentions = self.pointer is None
+        self._decoder_states = None
         base_outputs = self.base(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -507,12 +654,12 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
             output_attentions=bool(output_attentions) or need_cross_attentions,
-            output_hidden_states=True,
+            output_hidden_states=bool(output_hidden_states),
             return_dict=True,
             **{_CACHE_FIELD: cache},
             **kwargs,
         )
-        decoder_states = base_outputs.decoder_hidden_states[-1]  # (B, T, D_dec)
+        decoder_states, self._decoder_states = self._decoder_states, None  # (B, T, D_dec)
         encoder_states = base_outputs.encoder_last_hidden_state  # (B, S, D_enc)
         if attention_mask is None:
             attention_mask = torch.ones(encoder_states.shape[:2], dtype=torch.long, device=encoder_states.device)
@@ -520,8 +667,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         pointer_attention, coverage_before = self._pointer_attention(
             decoder_states, encoder_states, attention_mask, base_outputs.cross_attentions, previous_coverage
         )  # (B, T, S), (B, T, S)
-        if isinstance(cache, PointerGeneratorCache) and self.config.coverage:
-            cache.pointer_coverage = coverage_before[:, -1] + pointer_attention[:, -1]
+        if isinstance(cache, PointerGeneratorCache) and self.config.coverage and self.pointer is not None:
+            # Only the dedicated pointer's scores read coverage back at later steps.
+            cache.append_coverage(coverage_before + pointer_attention)
 
         context = torch.bmm(pointer_attention.to(encoder_states.dtype), encoder_states)  # (B, T, D_enc)
         if decoder_inputs_embeds is None:
@@ -532,9 +680,18 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         loss = coverage_loss = logits = None
         if labels is not None:
             gold_mask = labels != -100
-            nll = -gold_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, labels)[gold_mask].sum()
+            per_token = -gold_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, labels)  # (B, T)
+            if label_smoothing > 0:
+                smoothing = -smoothed_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit)
+                per_token = (1.0 - label_smoothing) * per_token + label_smoothing * smoothing
             denominator = num_items_in_batch if num_items_in_batch is not None else gold_mask.sum().clamp_min(1)
-            loss = nll / denominator
+            loss = per_token[gold_mask].sum() / denominator
+            if self.config.force_p_gen in (0.0, 1.0) and torch.isinf(loss):
+                logger.warning_once(
+                    f"The loss is infinite: with force_p_gen={self.config.force_p_gen} some labels are impossible "
+                    "(1.0 never copies, so an out-of-vocabulary label cannot be produced; 0.0 always copies, so a label "
+                    "absent from its source cannot)."
+                )
             if self.config.coverage:
                 # See et al.: sum_i min(a_i^t, c_i^t), c^t = attention summed over steps before t.
                 per_step = torch.minimum(pointer_attention, coverage_before).sum(-1)  # (B, T)
@@ -542,7 +699,16 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 loss = loss + self.config.coverage_weight * coverage_loss
         if labels is None or not self.training:
             num_slots, first = self._source_layout(source_ids, cache)
-            logits = extended_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, num_slots, first)
+            if self.config.force_p_gen == 1.0:
+                # Copying switched off: the base's own logits, so that every generate() option (repetition
+                # penalties included) sees exactly what it sees on the base.
+                logits = F.pad(vocab_logits, (0, num_slots), value=-torch.inf) if num_slots else vocab_logits
+            else:
+                logits = extended_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, num_slots, first)
+            if labels is not None:
+                logits = self._pad_to_evaluation_width(logits)
+            elif self.training and num_items_in_batch is not None:
+                self._refuse_trainer_label_smoothing(source_ids, num_slots)
 
         output = PointerGeneratorSeq2SeqLMOutput(
             loss=loss,
@@ -567,6 +733,12 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             layer = cross_attentions[self.config.pointer_layer]  # (B, H, T, S)
             heads = self.config.pointer_heads
             attention = (layer if heads is None else layer[:, heads]).float().mean(1)  # (B, T, S)
+            # In training the base returns its weights after attention dropout (rows sum to 1 only on average) and in
+            # bf16 they are rounded: renormalise in float32 so the pointer is a distribution. A row that dropout
+            # zeroed entirely falls back to uniform attention over the real source positions.
+            total = attention.sum(-1, keepdim=True)  # (B, T, 1)
+            uniform = attention_mask.float().unsqueeze(1) / attention_mask.float().sum(-1, keepdim=True).unsqueeze(1)
+            attention = torch.where(total > 0, attention / total.clamp_min(torch.finfo(torch.float32).tiny), uniform)
             coverage_before = None
         if self.config.coverage and coverage_before is None:
             # Cross-attention pointer: coverage cannot enter the base's scores, only the loss.
@@ -579,10 +751,44 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         # the first step (the width needs a device sync) and kept in the cache.
         if isinstance(cache, PointerGeneratorCache) and cache.num_extended_slots is not None:
             return cache.num_extended_slots, cache.source_first_occurrence
-        layout = max(int(source_ids.max()) + 1 - self.config.vocab_size, 0), first_occurrence(source_ids)
+        layout = num_oov_slots(source_ids, self.config.vocab_size), first_occurrence(source_ids)
         if isinstance(cache, PointerGeneratorCache):
             cache.num_extended_slots, cache.source_first_occurrence = layout
         return layout
+
+    def _max_source_positions(self) -> int:
+        base = self.config.base_config
+        return getattr(base, "max_position_embeddings", None) or getattr(base, "n_positions", None) or (
+            _DEFAULT_MAX_SOURCE_POSITIONS
+        )
+
+    def _pad_to_evaluation_width(self, logits: torch.Tensor) -> torch.Tensor:
+        # The Trainer concatenates evaluation logits across batches, which needs one width: every batch gets the
+        # widest the model can produce, one slot per source position.
+        width = self.config.vocab_size + self._max_source_positions()
+        if logits.shape[-1] > width:
+            raise ValueError(
+                f"This evaluation batch has {logits.shape[-1] - self.config.vocab_size} out-of-vocabulary slots, more "
+                f"than the {self._max_source_positions()} source positions the evaluation logits are padded to. "
+                "Truncate sources to the model's max_position_embeddings (or n_positions) when encoding."
+            )
+        return F.pad(logits, (0, width - logits.shape[-1]), value=-torch.inf)
+
+    def _refuse_trainer_label_smoothing(self, source_ids: torch.Tensor, num_slots: int) -> None:
+        # The Trainer calls forward without labels but with num_items_in_batch only when it computes the loss itself
+        # from the logits (label_smoothing_factor, compute_loss_func). Its LabelSmoother averages -log p over every
+        # column, and a row that lacks some of the batch's slots has p = 0 there: the loss would be inf (logged as 0).
+        if num_slots == 0:
+            return
+        slots_per_row = (source_ids.max(-1).values + 1 - self.config.vocab_size).clamp_min(0)  # (B,)
+        if bool((slots_per_row < num_slots).any()):
+            raise ValueError(
+                "Seq2SeqTrainer computes this loss from the logits (label_smoothing_factor > 0 or compute_loss_func), "
+                "but the pointer-generator's logits give probability 0 to out-of-vocabulary slots an example lacks, so "
+                "a smoothed loss over all columns is infinite. Smooth over each example's own classes instead: set "
+                "model.config.label_smoothing = <factor> and label_smoothing_factor=0 in the training arguments, or "
+                "use hf_pgen.PointerGeneratorSeq2SeqTrainer, which passes label_smoothing_factor to the model."
+            )
 
     def _switch_logit(self, context, decoder_states, decoder_inputs_embeds) -> torch.Tensor:
         if self.config.force_p_gen is not None:
@@ -638,20 +844,38 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
     # -- generation -----------------------------------------------------------------------------------------------
 
     def generate(self, inputs: torch.Tensor | None = None, *args, **kwargs):
-        # The pointer needs the source ids at every step, but generate() hands forward only the encoder outputs.
+        """`GenerationMixin.generate`, with the source's extended ids passed to every step.
+
+        Accepts a batch from `PointerGeneratorProcessor` / `encode_with_oovs` as is (`generate(**batch)`): the keys
+        only needed for decoding (`oov_words`, `num_truncated_tokens`) are dropped. Rows never emit a slot their own
+        source lacks: the mixture gives it probability 0 (-inf) and every logits processor keeps -inf at -inf.
+        """
+        for key in _DECODING_ONLY_KEYS:
+            kwargs.pop(key, None)
+        source_ids = inputs if inputs is not None else kwargs.get("input_ids")
         if kwargs.get("extended_input_ids") is None:
-            source_ids = inputs if inputs is not None else kwargs.get("input_ids")
+            # The pointer needs the source ids at every step, but generate() hands forward only the encoder outputs.
             if source_ids is not None:
                 kwargs["extended_input_ids"] = source_ids
+        elif source_ids is not None:
+            self._check_source_ids(source_ids, kwargs["extended_input_ids"])
+        if kwargs.get("extended_input_ids") is None and kwargs.get("encoder_outputs") is not None:
+            raise ValueError(
+                "generate() got encoder_outputs without the source ids the pointer copies from: pass "
+                "extended_input_ids (or input_ids) as well."
+            )
         return super().generate(inputs, *args, **kwargs)
 
-    def _get_logits_processor(self, *args, **kwargs) -> LogitsProcessorList:
-        processors = super()._get_logits_processor(*args, **kwargs)
-        # generate() (5.23 and 5.24) passes model_kwargs by keyword, already expanded for beams / returned sequences.
-        source_ids = (kwargs.get("model_kwargs") or {}).get("extended_input_ids")
-        if source_ids is not None:
-            processors.append(ExtendedVocabularyLogitsProcessor(source_ids, self.config.vocab_size))
-        return processors
+    def _get_candidate_generator(self, *args, **kwargs):
+        generator = super()._get_candidate_generator(*args, **kwargs)
+        if isinstance(generator, PromptLookupCandidateGenerator) and generator.vocab_size is not None:
+            # Prompt lookup checks candidates against logits processors on a dummy score row as wide as the
+            # vocabulary; a copied (extended) id in the output must fit in it too.
+            model_kwargs = kwargs.get("model_kwargs") or {}
+            source_ids = model_kwargs.get("extended_input_ids")
+            if source_ids is not None:
+                generator.vocab_size = self.config.vocab_size + num_oov_slots(source_ids, self.config.vocab_size)
+        return generator
 
     def compute_transition_scores(
         self,
@@ -689,11 +913,5 @@ def _hidden_size(config, side: str) -> int:
 __all__ = [
     "PointerGeneratorForConditionalGeneration",
     "PointerGeneratorPreTrainedModel",
-    "PointerGeneratorCache",
     "PointerGeneratorSeq2SeqLMOutput",
-    "mix_log_probs",
-    "gold_log_probs",
-    "extended_log_probs",
-    "mix_into_log_probs",
-    "first_occurrence",
 ]

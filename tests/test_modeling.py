@@ -53,7 +53,10 @@ def test_distributions_sum_to_one_and_gold_path_matches_full(family):
     input_ids, attention_mask, extended = source_batch()
     labels = torch.tensor([[10, 11, 2, -100], [VOCAB, 20, 5, 2], [VOCAB + 1, VOCAB, 31, 2]])
     out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels)
-    assert out.logits.shape == (3, 4, VOCAB + 2)
+    # With labels in evaluation mode the logits have one fixed width (vocabulary + one slot per source position), so
+    # that the Trainer can concatenate batches; the columns past this batch's slots are impossible.
+    assert out.logits.shape == (3, 4, VOCAB + model._max_source_positions())
+    assert torch.isneginf(out.logits[..., VOCAB + 2 :]).all()
     torch.testing.assert_close(out.logits.exp().sum(-1), torch.ones(3, 4), atol=1e-5, rtol=0)
     gathered = out.logits.gather(-1, labels.clamp_min(0).unsqueeze(-1)).squeeze(-1)
     mask = labels != -100
@@ -251,26 +254,313 @@ def test_bad_inputs_get_clear_errors():
         model(input_ids=input_ids, extended_input_ids=extended, decoder_input_ids=torch.tensor([[2, VOCAB]] * 3))
 
 
-def test_generate_installs_the_oov_slot_processor(monkeypatch):
-    from hf_pgen import ExtendedVocabularyLogitsProcessor
+def test_rows_never_emit_slots_they_lack_under_boosting_processors(family):
+    """The mixture gives a slot the row lacks probability 0 (-inf); processors that add to scores keep it there."""
+    model = wrap(family, p_gen_bias_init=0.0)
+    input_ids, attention_mask, extended = source_batch()
+    # Boost both slots as hard as possible: row 0 owns neither, row 1 only slot 0.
+    boost = {(VOCAB,): 100.0, (VOCAB + 1,): 100.0}
+    for kwargs in ({}, {"num_beams": 3}, {"do_sample": True, "temperature": 2.0}, {"repetition_penalty": 0.5}):
+        torch.manual_seed(0)
+        out = model.generate(
+            input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=4,
+            sequence_bias=boost, **kwargs,
+        )
+        assert not (out[0] >= VOCAB).any(), kwargs
+        assert not (out[1] == VOCAB + 1).any(), kwargs
+        assert (out[2, 1:] >= VOCAB).any(), kwargs  # row 2 owns both: the boost reaches it
 
-    calls = []
-    original = ExtendedVocabularyLogitsProcessor.__call__
 
-    def spy(self, input_ids, scores):
-        calls.append(self.allowed_slots.clone())
-        return original(self, input_ids, scores)
+# -- regressions from the adversarial review (../shared/reviews/core) ----------------------------------------------
 
-    monkeypatch.setattr(ExtendedVocabularyLogitsProcessor, "__call__", spy)
+
+def _support_smoothed_reference(log_p: torch.Tensor, labels: torch.Tensor, extended: torch.Tensor, eps: float):
+    """Label smoothing by definition: -(1-eps) log p(gold) - eps * mean over the row's own V + N_b classes."""
+    total, count = 0.0, 0
+    for b in range(labels.shape[0]):
+        width = VOCAB + int((extended[b] >= VOCAB).any() and extended[b].max() - VOCAB + 1)
+        for t in range(labels.shape[1]):
+            if labels[b, t] == -100:
+                continue
+            row = log_p[b, t, :width]
+            total += -(1 - eps) * row[labels[b, t]] - eps * row.mean()
+            count += 1
+    return total / count
+
+
+@pytest.mark.parametrize("pointer", ["dedicated", "cross_attention"])
+def test_label_smoothing_is_over_each_rows_own_classes(family, pointer):
+    """A1: finite, and equal to smoothing over the row's vocabulary plus its own OOV slots (not the batch's)."""
+    model = wrap(family, p_gen_bias_init=0.0, pointer=pointer, coverage=False)
+    input_ids, attention_mask, extended = source_batch()
+    labels = torch.tensor([[10, 11, 2, -100], [VOCAB, 20, 5, 2], [VOCAB + 1, VOCAB, 31, 2]])
+    with torch.no_grad():
+        log_p = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels).logits
+        model.config.label_smoothing = 0.1
+        smoothed = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels).loss
+    assert torch.isfinite(smoothed)
+    expected = _support_smoothed_reference(log_p, labels, extended, 0.1)
+    assert smoothed.item() == pytest.approx(float(expected), rel=1e-5)
+    model.train()
+    loss = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels).loss
+    loss.backward()
+    assert torch.isfinite(loss) and all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_trainer_label_smoothing_over_logits_is_refused_and_the_config_path_trains(tmp_path):
+    """A1 through Seq2SeqTrainer: its LabelSmoother would average over slots a row lacks (inf, logged as 0.0)."""
+    from datasets import Dataset
+    from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+    model = wrap("bart", p_gen_bias_init=0.0).train()
+    input_ids, attention_mask, extended = source_batch()
+    labels = [[10, 11, 2], [VOCAB, 20, 2], [VOCAB + 1, VOCAB, 2]]
+    rows = Dataset.from_dict({
+        "input_ids": input_ids.tolist(), "attention_mask": attention_mask.tolist(),
+        "extended_input_ids": extended.tolist(), "labels": labels,
+    })
+
+    def collate(features):
+        batch = {key: torch.tensor([f[key] for f in features]) for key in features[0]}
+        batch["decoder_input_ids"] = model.prepare_decoder_input_ids_from_labels(batch["labels"])
+        return batch
+
+    def trainer(**settings):
+        args = Seq2SeqTrainingArguments(
+            output_dir=str(tmp_path), per_device_train_batch_size=3, per_device_eval_batch_size=3, max_steps=2,
+            report_to=[], use_cpu=True, save_strategy="no", logging_steps=1, **settings,
+        )
+        return Seq2SeqTrainer(model=model, args=args, train_dataset=rows, eval_dataset=rows, data_collator=collate)
+
+    with pytest.raises(ValueError, match="model.config.label_smoothing"):
+        trainer(label_smoothing_factor=0.1).train()
+    model.config.label_smoothing = 0.1
+    run = trainer()
+    result = run.train()
+    assert math.isfinite(result.training_loss) and result.training_loss > 0
+    assert math.isfinite(run.evaluate()["eval_loss"])
+
+
+@pytest.mark.parametrize("forced", [0.0, 1.0, 0.3])
+def test_forced_switch_with_ignored_labels_gives_finite_gradients(family, forced):
+    """A2: logaddexp(-inf, -inf) at an ignored (-100) position must not put NaN into every gradient."""
+    model = wrap(family, force_p_gen=forced, coverage=True).train()
+    input_ids, attention_mask, extended = source_batch()
+    labels = torch.tensor([[10, 11, 2, -100], [VOCAB, 21, 2, -100], [VOCAB + 1, VOCAB, 31, -100]])
+    if forced == 1.0:  # never copying: only words of the vocabulary are possible targets
+        labels = torch.where(labels >= VOCAB, 5, labels)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels)
+    assert torch.isfinite(out.loss)
+    out.loss.backward()
+    bad = [name for name, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
+    assert bad == []
+
+
+@pytest.mark.parametrize("family_name", ["bart", "marian", "t5", "mbart", "pegasus", "m2m_100"])
+@pytest.mark.parametrize("pointer", ["dedicated", "cross_attention"])
+def test_static_cache_equals_dynamic_cache(family_name, pointer):
+    """A4: the wrapper's config named SDPA while the base ran eager, so the static cache's mask masked nothing."""
+    model = wrap(family_name, pointer=pointer, p_gen_bias_init=0.0)
+    assert model.config._attn_implementation == model.base.config._attn_implementation
+    input_ids, attention_mask, extended = source_batch()
+    batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=6)
+    for kwargs in ({}, {"num_beams": 3}):
+        assert torch.equal(model.generate(**batch, **kwargs), model.generate(**batch, **kwargs, cache_implementation="static"))
+
+
+def test_attention_implementation_survives_save_and_load(tmp_path):
+    model = wrap("marian", pointer="cross_attention")
+    model.save_pretrained(tmp_path)
+    loaded = PointerGeneratorForConditionalGeneration.from_pretrained(tmp_path)
+    assert loaded.config._attn_implementation == loaded.base.config._attn_implementation == "eager"
+    with pytest.raises(ValueError, match="only eager attention returns"):
+        loaded.set_attn_implementation("sdpa")
+
+
+def test_assisted_and_prompt_lookup_decoding_equal_greedy_with_coverage():
+    """A5 (coverage was not cropped with the cache) and B4 (prompt lookup indexed copied ids out of bounds)."""
+    model = wrap("bart", p_gen_bias_init=0.0, coverage=True)
+    assistant = PointerGeneratorForConditionalGeneration.from_base(
+        tiny_base("bart", seed=1), unk_token_id=UNK, p_gen_bias_init=0.0, coverage=True
+    ).eval()
+    input_ids, attention_mask, extended = source_batch()
+    for i in range(3):  # assisted decoding takes one example at a time
+        keep = attention_mask[i].bool()
+        batch = dict(input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=10)
+        greedy = model.generate(**batch)
+        assert torch.equal(model.generate(**batch, assistant_model=assistant), greedy), i
+        assert torch.equal(model.generate(**batch, prompt_lookup_num_tokens=3), greedy), i
+
+
+def test_prompt_lookup_over_copied_ids():
+    model = wrap("bart", force_p_gen=0.0)  # copies only: the output repeats extended ids, which prompt lookup matches
+    input_ids, attention_mask, extended = source_batch()
+    copied_any = False
+    for i in range(3):
+        keep = attention_mask[i].bool()
+        batch = dict(input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=12)
+        greedy = model.generate(**batch)
+        copied_any |= bool((greedy >= VOCAB).any())
+        assert torch.equal(model.generate(**batch, prompt_lookup_num_tokens=2), greedy), i
+    assert copied_any
+
+
+@pytest.mark.parametrize("family_name", ["bart", "t5"])
+def test_cross_attention_pointer_is_a_distribution_in_training(family_name):
+    """A8: the base hands out attention after dropout; the pointer must still sum to one."""
+    base = tiny_base(family_name)
+    base.config.update({"attention_dropout": 0.3} if family_name == "bart" else {"dropout_rate": 0.3})
+    for module in base.modules():  # dropout everywhere, attention weights included (BART keeps a float `dropout`)
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.3
+        elif isinstance(getattr(module, "dropout", None), float):
+            module.dropout = 0.3
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        base, pointer="cross_attention", unk_token_id=UNK, p_gen_bias_init=0.0
+    ).train()
+    input_ids, attention_mask, extended = source_batch()
+    out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
+                decoder_input_ids=input_ids[:, :5], output_pointer=True)
+    sums = out.pointer_attentions.sum(-1)
+    torch.testing.assert_close(sums, torch.ones_like(sums), atol=1e-5, rtol=0)
+    assert (out.pointer_attentions[2, :, 7] == 0).all()  # the padded position stays out
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"repetition_penalty": 1.3},
+        {"encoder_repetition_penalty": 1.5},
+        {"repetition_penalty": 1.3, "do_sample": True, "top_k": 10},
+        {"no_repeat_ngram_size": 2, "num_beams": 3},
+        {"temperature": 0.7, "do_sample": True},
+    ],
+)
+def test_switched_off_copying_gives_the_bases_exact_output(family, kwargs):
+    """A9: with the switch off every generate() option sees the base's own logits."""
+    base = tiny_base(family)
+    model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=UNK, p_gen_bias_init=0.0).eval()
+    input_ids, attention_mask, _ = source_batch()
+    torch.manual_seed(0)
+    expected = base.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=8, **kwargs)
+    with model.disable_copy():
+        torch.manual_seed(0)
+        got = model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=8, **kwargs)
+    assert torch.equal(got, expected)
+    assert model.config.force_p_gen is None  # restored after the block
+
+
+def test_generate_checks_extended_ids_and_takes_encoded_batches():
+    """A10: generate() skipped forward's check (it passes encoder_outputs), silently copying words not in the source."""
+    model = wrap("bart", p_gen_bias_init=0.0)
+    input_ids, attention_mask, extended = source_batch()
+    wrong = extended.clone()
+    wrong[0, 0] = 20
+    with pytest.raises(ValueError, match=r"extended_input_ids\[0, 0\] = 20"):
+        model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=wrong, max_new_tokens=3)
+    with pytest.raises(ValueError, match="same source positions"):
+        model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended[:, :5],
+                       max_new_tokens=3)
+    # A batch as the encode side returns it (with its decoding-only keys) goes straight in.
+    batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
+                 oov_words=[[], ["x"], ["y", "z"]], num_truncated_tokens=[0, 0, 0])
+    plain = model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
+                           max_new_tokens=4)
+    assert torch.equal(model.generate(**batch, max_new_tokens=4), plain)
+
+
+def test_forward_honours_config_output_flags():
+    """A11: config.output_attentions / output_hidden_states apply when the arguments are None."""
     model = wrap("bart")
     input_ids, attention_mask, extended = source_batch()
-    model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, num_beams=2,
-                   max_new_tokens=2)
-    assert calls, "generate() did not run the processor"
-    # Beam-expanded rows: example 0 owns no slot, example 1 only slot 0, example 2 slots 0 and 1.
-    expected = torch.tensor([[False, False], [True, False], [True, True]]).repeat_interleave(2, dim=0)
-    assert torch.equal(calls[0], expected)
-    scores = torch.zeros(6, VOCAB + 2)
-    masked = ExtendedVocabularyLogitsProcessor(extended.repeat_interleave(2, dim=0), VOCAB)(None, scores)
-    assert torch.isneginf(masked[:2, VOCAB:]).all() and torch.isneginf(masked[2:4, VOCAB + 1]).all()
-    assert (masked[:, :VOCAB] == 0).all() and (masked[4:, VOCAB:] == 0).all()
+    model.config.output_hidden_states = True
+    out = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=input_ids[:, :3])
+    assert len(out.encoder_hidden_states) == 3 and len(out.decoder_hidden_states) == 3
+    model.config.output_hidden_states = False
+    model.set_attn_implementation("eager")
+    model.config.output_attentions = True
+    out = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=input_ids[:, :3])
+    assert len(out.encoder_attentions) == 2 and len(out.cross_attentions) == 2 and out.decoder_hidden_states is None
+    out = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=input_ids[:, :3],
+                output_attentions=False)
+    assert out.cross_attentions is None
+
+
+@pytest.mark.parametrize("family_name", ["bart", "mbart", "marian"])
+def test_deeper_decoder_than_encoder_generates_like_the_base(family_name):
+    """B1: the cache was sized from the wrapper's num_hidden_layers (the encoder's)."""
+    base = tiny_base(family_name)
+    config = base.config
+    config.update({"decoder_layers": 3, "encoder_layers": 1})
+    torch.manual_seed(0)
+    base = type(base)(config).eval()
+    model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=UNK).eval()
+    input_ids, attention_mask, _ = source_batch()
+    for kwargs in ({}, {"num_beams": 2}):
+        expected = base.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=5, **kwargs)
+        assert torch.equal(model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=5, **kwargs), expected)
+
+
+def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_widths(tmp_path):
+    """B2: evaluation logits differed in width (V + N) between batches, and the Trainer could not concatenate them."""
+    from datasets import Dataset
+    from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+    from hf_pgen import DataCollatorForPointerGenerator
+
+    model = wrap("bart", p_gen_bias_init=0.0)
+    input_ids, attention_mask, extended = source_batch()
+    rows = Dataset.from_dict({
+        "input_ids": input_ids.tolist(), "attention_mask": attention_mask.tolist(),
+        "extended_input_ids": extended.tolist(), "labels": [[10, 2], [VOCAB, 2], [VOCAB + 1, 2]],
+    })
+    seen = []
+
+    def compute_metrics(prediction):
+        logits = prediction.predictions[0]  # as for BART: (logits, encoder_last_hidden_state)
+        seen.append(logits.shape)
+        return {"rows": float(logits.shape[0])}
+
+    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, models
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel({f"w{i}": i for i in range(VOCAB)}, unk_token="w3")),
+        pad_token="w1", unk_token="w3",
+    )
+    args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=1, report_to=[], use_cpu=True)
+    trainer = Seq2SeqTrainer(model=model, args=args, eval_dataset=rows, compute_metrics=compute_metrics,
+                             data_collator=DataCollatorForPointerGenerator(tokenizer, model=model))
+    metrics = trainer.evaluate()
+    assert metrics["eval_rows"] == 3 and math.isfinite(metrics["eval_loss"])
+    predictions = trainer.predict(rows).predictions[0]
+    assert predictions.shape == (3, 2, VOCAB + model._max_source_positions()) and seen[0][0] == 3
+    # Each row's own slots keep their probabilities; the slots it lacks stay impossible.
+    assert math.isfinite(predictions[1, 0, VOCAB]) and predictions[0, 0, VOCAB] == -math.inf
+
+
+def test_resize_token_embeddings_moves_the_extended_ids():
+    """B3: resize_token_embeddings raised AttributeError."""
+    model = wrap("bart", p_gen_bias_init=0.0)
+    embeddings = model.resize_token_embeddings(VOCAB + 6)
+    assert embeddings.num_embeddings == VOCAB + 6 and model.config.vocab_size == VOCAB + 6
+    assert model.get_output_embeddings().out_features == VOCAB + 6
+    input_ids, attention_mask, extended = source_batch()
+    extended = torch.where(extended >= VOCAB, extended + 6, extended)
+    log_p = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
+                  decoder_input_ids=input_ids[:, :2]).logits
+    assert log_p.shape[-1] == VOCAB + 6 + 2
+    torch.testing.assert_close(log_p.exp().sum(-1), torch.ones(3, 2), atol=1e-5, rtol=0)
+
+
+def test_constructor_leaves_the_config_alone_and_save_serves_the_pipelines(tmp_path):
+    import json
+
+    config = PointerGeneratorConfig(base_config=tiny_base("bart").config, unk_token_id=UNK)
+    model = PointerGeneratorForConditionalGeneration(config)
+    assert not getattr(config, "custom_pipelines", None)
+    model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert set(saved["custom_pipelines"]) == {"translation", "summarization", "text2text-generation"}
+    assert (tmp_path / "pipeline_pointer_generator.py").exists()
+    assert not (tmp_path / "generation_pointer_generator.py").exists()
