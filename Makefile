@@ -30,7 +30,7 @@ main: setup
 
 test: setup $(VENV_523)/.installed
 	$(VENV)/bin/python -m pytest -q
-	$(VENV_523)/bin/python -m pytest -q tests/test_modeling.py tests/test_tokenization.py tests/test_data_collator.py tests/test_pipeline.py
+	$(VENV_523)/bin/python -m pytest -q tests/test_modeling.py tests/test_configuration.py tests/test_modeling_upstream.py tests/test_tokenization.py tests/test_processing.py tests/test_data_collator.py tests/test_pipeline.py
 
 benchmark: setup
 	$(VENV)/bin/python benchmarks/run.py

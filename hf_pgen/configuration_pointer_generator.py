@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Literal
 
 from transformers import AutoConfig, PreTrainedConfig
@@ -114,6 +115,7 @@ class PointerGeneratorConfig(PreTrainedConfig):
         for name in _SPECIAL_TOKEN_FIELDS:
             if getattr(self, name) is None:
                 setattr(self, name, getattr(self.base_config, name, None))
+        self.custom_pipelines = _without_installed_pipelines(getattr(self, "custom_pipelines", None))
 
     def _check_cross_attention_pointer(self) -> None:
         layers = _first_attr(self.base_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers")
@@ -139,10 +141,23 @@ class PointerGeneratorConfig(PreTrainedConfig):
         # (its decoder may have more layers than its encoder, which the wrapper's own fields cannot say).
         return self.base_config.get_text_config(decoder=decoder, encoder=encoder)
 
+    @classmethod
+    def from_dict(cls, config_dict: dict, **kwargs) -> "PointerGeneratorConfig":
+        # A plain base checkpoint (`PointerGeneratorForConditionalGeneration.from_pretrained("Helsinki-NLP/opus-mt-en-de")`)
+        # holds the base's own config: it becomes the base config of a freshly initialised copy head.
+        if config_dict.get("model_type") not in (None, cls.model_type) and "base_config" not in config_dict:
+            config_dict = {"base_config": dict(config_dict)}
+        return super().from_dict(config_dict, **kwargs)
+
     @property
     def vocab_size(self) -> int:
         """Width of the base's output layer; extended (copy-only) ids start here."""
         return self.base_config.vocab_size
+
+    @vocab_size.setter
+    def vocab_size(self, value: int) -> None:
+        # resize_token_embeddings and generic code write the width here; the base's config is the one that holds it.
+        self.base_config.vocab_size = value
 
     @property
     def hidden_size(self) -> int:
@@ -155,6 +170,24 @@ class PointerGeneratorConfig(PreTrainedConfig):
     @property
     def num_attention_heads(self) -> int:
         return self.base_config.num_attention_heads
+
+
+def _without_installed_pipelines(custom_pipelines: dict | None) -> dict | None:
+    # With hf_pgen imported, transformers.pipeline serves these tasks with the installed pipeline; a loaded config that
+    # still named the folder's copy would demand trust_remote_code=True and run that (maybe older) copy instead.
+    # save_pretrained writes the entries again. In a Python without hf_pgen nothing is registered and they stay.
+    pipelines = sys.modules.get("transformers.pipelines")
+    if not custom_pipelines or pipelines is None:
+        return custom_pipelines
+    supported = pipelines.PIPELINE_REGISTRY.supported_tasks
+    return {
+        task: info
+        for task, info in custom_pipelines.items()
+        if not (
+            info.get("impl") == CUSTOM_PIPELINES.get(task, {}).get("impl")
+            and getattr(supported.get(task, {}).get("impl"), "__name__", None) == "PointerGeneratorText2TextPipeline"
+        )
+    }
 
 
 def _first_attr(config: PreTrainedConfig, *names: str) -> int | None:

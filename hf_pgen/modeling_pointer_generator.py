@@ -373,6 +373,12 @@ class PointerGeneratorPreTrainedModel(PreTrainedModel):
     _supports_flex_attn = True
     _can_compile_fullgraph = False
 
+    @classmethod
+    def _can_set_attn_implementation(cls) -> bool:
+        # Transformers decides this by scanning the module's source for attention classes; ours (PointerAttention)
+        # is not one, and the base sets its own implementation.
+        return True
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module):
         # Only our own layers reach this: the wrapped base is a PreTrainedModel and initialises itself.
@@ -478,7 +484,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         model.base.set_attn_implementation(attn_implementation)
         model._sync_attn_implementation()
         model.to(device=base_model.device, dtype=base_model.dtype)
-        model.generation_config = base_model.generation_config
+        model.generation_config = copy.deepcopy(base_model.generation_config)  # not shared with the base
+        if model.generation_config.max_length in (None, 20) and model.generation_config.max_new_tokens is None:
+            # Without a saved length generate() stops at Transformers' default of 20 tokens; bases with learned
+            # positions can go as far as their decoder reaches (Marian checkpoints save exactly this).
+            positions = _first_int(base_model.config, "max_target_positions", "max_position_embeddings")
+            if positions:
+                model.generation_config.max_length = positions
         return model
 
     def post_init(self):
@@ -530,7 +542,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
     def resize_token_embeddings(self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, **kwargs):
         """Resize the base's (shared) embeddings and LM head; extended ids then start at the new `vocab_size`."""
         embeddings = self.base.resize_token_embeddings(new_num_tokens, pad_to_multiple_of, **kwargs)
-        self._decoder_states = None
+        self.vocab_size = self.config.vocab_size  # as PreTrainedModel.resize_token_embeddings leaves it
         return embeddings
 
     # -- delegation to the base -----------------------------------------------------------------------------------
@@ -901,6 +913,14 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         steps = torch.arange(length, device=stacked.device).unsqueeze(0)  # (1, length)
         picked = stacked[steps, beam_indices.clamp_min(0), tokens]  # (sequences, length)
         return picked.masked_fill(finished, 0.0)
+
+
+def _first_int(config, *names: str) -> int | None:
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 def _hidden_size(config, side: str) -> int:
