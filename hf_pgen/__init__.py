@@ -13,8 +13,14 @@ from .modeling_pointer_generator import (
     PointerGeneratorPreTrainedModel,
     PointerGeneratorSeq2SeqLMOutput,
 )
-from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline
+from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline, _register_pipeline_tasks
+from .processing_pointer_generator import PointerGeneratorProcessor
 from .tokenization_pointer_generator import batch_decode_with_oovs, decode_with_oovs, encode_with_oovs
+from .trainer_pointer_generator import (
+    PointerGeneratorEvalPrediction,
+    PointerGeneratorSeq2SeqTrainer,
+    build_compute_metrics,
+)
 
 __version__ = "0.1.0"
 
@@ -25,6 +31,9 @@ AutoModelForSeq2SeqLM.register(PointerGeneratorConfig, PointerGeneratorForCondit
 # pipeline, tokenization), so a Python without hf_pgen loads the folder with trust_remote_code=True.
 PointerGeneratorConfig.register_for_auto_class()
 PointerGeneratorForConditionalGeneration.register_for_auto_class("AutoModelForSeq2SeqLM")
+# transformers.pipeline("translation" | "translation_xx_to_yy" | "summarization" | "text2text-generation", ...) runs
+# the installed PointerGeneratorText2TextPipeline (Transformers 5 removed these tasks; see that module's docstring).
+_register_pipeline_tasks()
 
 __all__ = [
     "PointerGeneratorConfig",
@@ -36,4 +45,8 @@ __all__ = [
     "encode_with_oovs",
     "decode_with_oovs",
     "batch_decode_with_oovs",
+    "PointerGeneratorProcessor",
+    "PointerGeneratorSeq2SeqTrainer",
+    "PointerGeneratorEvalPrediction",
+    "build_compute_metrics",
 ]

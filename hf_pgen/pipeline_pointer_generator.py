@@ -1,53 +1,94 @@
-"""Text-to-text pipelines (translation, summarization, text2text-generation) that copy out-of-vocabulary words.
+"""Translation, summarization and text2text-generation pipelines that copy out-of-vocabulary words.
 
-Transformers 5 removed these three tasks. A saved pointer-generator folder brings them back through
-`config.custom_pipelines`, so that, even in a Python without hf_pgen,
+Transformers 5 removed these three tasks. This module brings them back, with Transformers 4's semantics
+(`TranslationPipeline` / `SummarizationPipeline` / `Text2TextGenerationPipeline`), for pointer-generators and for plain
+encoder-decoders alike:
 
-    pipeline("translation", model=folder_or_hub_id, trust_remote_code=True)
+```python
+import hf_pgen  # registers the tasks, see below
+from transformers import pipeline
 
-returns `[{"translation_text": ...}]` as v4 did. Each example is encoded with its own OOV table, and copied words are
-decoded back to their source text.
+translator = pipeline("translation", model="folder-or-hub-id")             # or model=model, tokenizer=tokenizer
+translator("Open Nakamura-Øresund")            # [{'translation_text': ...}]
+translator(["Delete %(name)s?", "Open"], num_beams=4, batch_size=2)       # one dict per input
+pipeline("translation_en_to_de", model=t5)     # T5's task prefix from task_specific_params, as in v4
+```
+
+Each example is encoded by `PointerGeneratorProcessor` with its own OOV table, which travels with it through
+batching; copied words are decoded back to their source text. A plain base is encoded and decoded as v4 did.
+
+How the tasks come back (`_register_pipeline_tasks`, called once by `import hf_pgen`):
+
+- `PIPELINE_REGISTRY.register_pipeline` (public API) registers `PointerGeneratorText2TextPipeline` for the three tasks.
+- Registering is not enough: `pipeline()` rejects a task listed in `transformers.pipelines.REMOVED_TASKS` before it
+  looks at the registry. So the three tasks this module serves, and only those, are taken out of that dict. Any other
+  removed task keeps its error.
+- Transformers 4's registry resolved `"translation_XX_to_YY"` to the translation pipeline; Transformers 5's lost that
+  rule along with the task. `PIPELINE_REGISTRY.check_task` is wrapped to apply it again, for names of exactly that
+  shape only; everything else goes to the original method unchanged.
+
+Nothing else in Transformers is touched, and nothing at all happens in a Python that does not import hf_pgen (the
+copy of this file inside a saved folder registers nothing). There, a saved pointer-generator folder still serves the
+tasks through its `config.custom_pipelines` with `trust_remote_code=True`.
+
+With hf_pgen imported, `pipeline(task, model=folder)` on a saved pointer-generator folder runs this installed class
+(not the folder's copy, which may be older) and needs no `trust_remote_code` once the loaded config no longer lists
+the folder's own copy in `custom_pipelines` (see `PointerGeneratorConfig`).
 """
 
 from __future__ import annotations
 
+import collections.abc
+import types
+from typing import Any
+
 import torch
-from transformers import Pipeline
+from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
-from .tokenization_pointer_generator import batch_decode_with_oovs, encode_with_oovs
+from .processing_pointer_generator import PointerGeneratorProcessor
+from .tokenization_pointer_generator import _tokenizer_width
 
 logger = logging.get_logger(__name__)
 
-OUTPUT_KEYS = {"translation": "translation_text", "summarization": "summary_text", "text2text-generation": "generated_text"}
+# task -> v4's `return_name`: outputs are `{return_name}_text` and, with return_tensors=True, `{return_name}_token_ids`.
+_RETURN_NAMES = {"translation": "translation", "summarization": "summary", "text2text-generation": "generated"}
 
-# What `config.custom_pipelines` holds for a saved folder (impl is resolved inside the folder's own code).
-CUSTOM_PIPELINES = {
-    task: {
-        "impl": "pipeline_pointer_generator.PointerGeneratorText2TextPipeline",
-        "pt": ["AutoModelForSeq2SeqLM"],
-        "tf": [],
-        "type": "text",
-    }
-    for task in OUTPUT_KEYS
-}
+# Longest source / output assumed for bases without position limits (T5) and a tokenizer without a real limit.
+_DEFAULT_MAX_LENGTH = 512
 
 
 class PointerGeneratorText2TextPipeline(Pipeline):
     """Translation / summarization / text2text-generation with a pointer-generator (or any seq2seq model).
 
-    In-memory use (hf_pgen imported):
+    Made by `transformers.pipeline("translation" | "translation_xx_to_yy" | "summarization" | "text2text-generation",
+    model=..., ...)` once hf_pgen is imported, or directly:
 
     ```python
     pipe = PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer, task="translation")
     pipe(["Delete %(name)s?", "Open Nakamura-Øresund"], num_beams=4, batch_size=2)
     ```
 
-    Call arguments: `prefix` (prepended to every input; defaults to the base config's `task_specific_params` prefix
-    for the task, e.g. T5's "translate English to German: "), `src_lang` / `tgt_lang` (language codes for multilingual
-    bases such as mBART or M2M100: the tokenizer's source language, and the forced first generated token),
-    `max_length` (source truncation; a warning names truncated inputs), `clean_up_tokenization_spaces`, and any
-    `generate()` keyword (`num_beams`, `max_new_tokens`, `do_sample`, ...).
+    Inputs: a string (returns a list of dicts, as v4 did), a list or tuple of strings (one dict per input, or one list
+    of `num_return_sequences` dicts per input), or a stream for `batch_size` batching: a generator, a
+    `KeyDataset(dataset, "column")`, any torch `Dataset` of strings (an iterator of per-input lists is returned, as
+    v4 did). A non-string input raises a `ValueError` naming its index; a blank one gives `""`.
+
+    Call arguments (as v4):
+    - `max_length` / `max_new_tokens` and every other `generate()` keyword (`num_beams`, `num_return_sequences`,
+      `do_sample`, ...). When neither the call nor the model's generation config sets a length, the output may be as
+      long as the decoder's positions allow (`max_position_embeddings`), not the 20 tokens `generate()` defaults to.
+    - `prefix`: prepended to every input. Defaults to the base's `task_specific_params` prefix for the task (looked up
+      as "translation_en_to_de", then "translation"), e.g. T5's "translate English to German: "; the other entries
+      there (`num_beams`, `max_length`, ...) become generation defaults, as in v4.
+    - `truncation`: sources longer than the model takes (the smaller of the encoder's positions and
+      `tokenizer.model_max_length`) are truncated, with a warning naming the input; `truncation=True` truncates
+      without the warning, `truncation=False` never truncates.
+    - `return_tensors=True`: adds `{task}_token_ids` (e.g. `translation_token_ids`; ids >= `vocab_size` are copied
+      words); the text is then left out unless `return_text=True`. `return_text=False` drops the text.
+    - `src_lang` / `tgt_lang`: language codes for multilingual bases (mBART, M2M100): the tokenizer's source language,
+      and the forced first generated token. With such a tokenizer, `translation_en_to_fr` sets them, as in v4.
+    - `clean_up_tokenization_spaces` (default False, as v4).
     """
 
     _load_processor = False
@@ -57,123 +98,378 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     _pipeline_calls_generate = True
 
     def __init__(self, *args, task: str = "translation", **kwargs):
-        super().__init__(*args, task=task, **kwargs)
-        base_task = _base_task(self.task)
-        if base_task not in OUTPUT_KEYS:
-            raise ValueError(f"Unsupported task {self.task!r}: use one of {sorted(OUTPUT_KEYS)}.")
-        self.output_key = OUTPUT_KEYS[base_task]
+        super().__init__(*args, task=task or "translation", **kwargs)
+        if self._base_task not in _RETURN_NAMES:
+            raise ValueError(
+                f"Unsupported task {self.task!r}: use one of {sorted(_RETURN_NAMES)} (or translation_xx_to_yy)."
+            )
+        if not getattr(self.model.config, "is_encoder_decoder", False):
+            raise ValueError(
+                f"The {self.task} pipeline needs an encoder-decoder (loaded with AutoModelForSeq2SeqLM); got "
+                f"{type(self.model).__name__}."
+            )
+        if self.tokenizer is None:
+            raise ValueError(f"The {self.task} pipeline needs a tokenizer: pass tokenizer=... with the model.")
+        self._copies = _is_pointer_generator(self.model)
+        self.return_name = _RETURN_NAMES[self._base_task]
+        # Encodes each source with its own OOV table, decodes copies. A plain base never sees extended ids: any width
+        # past the tokenizer's ids will do (M2M100's language codes lie beyond len(tokenizer)).
+        vocab_size = self.model.config.vocab_size
+        if not self._copies:
+            vocab_size = max(vocab_size, _tokenizer_width(self.tokenizer))
+        self._processor = PointerGeneratorProcessor(self.tokenizer, vocab_size=vocab_size)
+
+        # v4: the task's `task_specific_params` give the prefix and generation defaults (below the user's own).
+        self.task, params = self._task_specific_params()
+        params = dict(params)
+        model_prefix = getattr(self.model.config, "prefix", None) or getattr(self._base_config(), "prefix", None)
+        self.prefix = params.pop("prefix", None) or model_prefix or ""
+        generation_keys = {key for key in vars(GenerationConfig()) if not key.startswith("_")}
+        task_generation = {key: value for key, value in params.items() if key in generation_keys}
+        self._generate_kwargs = {**task_generation, **self._generate_kwargs}
+
+        # v4: "translation_en_to_fr" names the languages of a multilingual tokenizer (M2M100); the call's win.
+        languages = _languages(self.task)
+        if languages and hasattr(self.tokenizer, "_build_translation_inputs"):
+            self._preprocess_params.setdefault("src_lang", languages[0])
+            self._forward_params.setdefault("forced_bos_token_id", self._language_token_id(languages[1]))
+
+    @property
+    def _base_task(self) -> str:
+        return "translation" if self.task.startswith("translation") else self.task
 
     def _sanitize_parameters(
-        self, prefix=None, src_lang=None, tgt_lang=None, max_length=None, clean_up_tokenization_spaces=None, **generate_kwargs
+        self,
+        prefix: str | None = None,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
+        truncation: bool | str | None = None,
+        return_tensors: bool | None = None,
+        return_text: bool | None = None,
+        clean_up_tokenization_spaces: bool | None = None,
+        **generate_kwargs,
     ):
-        preprocess = {"prefix": prefix if prefix is not None else self._default_prefix(), "max_length": max_length}
+        preprocess = {}
+        if prefix is not None:
+            preprocess["prefix"] = prefix
+        if truncation is not None:
+            preprocess["truncation"] = truncation
         if src_lang is not None:
             preprocess["src_lang"] = src_lang
         if tgt_lang is not None:
             generate_kwargs.setdefault("forced_bos_token_id", self._language_token_id(tgt_lang))
         postprocess = {}
+        if return_tensors is not None:
+            postprocess["return_tensors"] = bool(return_tensors)
+        if return_text is not None:
+            postprocess["return_text"] = bool(return_text)
+        if return_tensors is None:  # set at init, if at all (this runs for the init's own arguments too)
+            return_tensors = getattr(self, "_postprocess_params", {}).get("return_tensors")
+        if return_text is False and not return_tensors:
+            raise ValueError("return_text=False leaves nothing to return: also pass return_tensors=True for the ids.")
         if clean_up_tokenization_spaces is not None:
             postprocess["clean_up_tokenization_spaces"] = clean_up_tokenization_spaces
         return preprocess, generate_kwargs, postprocess
 
-    def __call__(self, inputs, *args, **kwargs):
-        """Generate for one string or a list of strings; returns one dict (or a list of dicts) per input."""
-        if isinstance(inputs, (list, tuple)):
-            for i, text in enumerate(inputs):
-                if not isinstance(text, str):
-                    raise ValueError(f"Input {i} is {type(text).__name__}, not a string: every input must be text.")
-        elif not isinstance(inputs, str):
-            raise ValueError(f"The input is {type(inputs).__name__}, not a string (or a list of strings).")
-        return super().__call__(inputs, *args, **kwargs)
+    def __call__(self, inputs: str | collections.abc.Iterable[str], *args, **kwargs) -> Any:
+        """Generate for one text, a list/tuple of texts, or a stream of texts (generator, `KeyDataset`).
+
+        Returns a list of dicts for a text; for a list, one dict per text (a list of dicts per text with
+        `num_return_sequences` > 1); for a stream, an iterator of per-text lists.
+        """
+        if isinstance(inputs, str):
+            return super().__call__(inputs, *args, **kwargs)
+        if isinstance(inputs, (bytes, bytearray, collections.abc.Mapping)):
+            _check_text(inputs)
+        if isinstance(inputs, collections.abc.Sequence) and not isinstance(inputs, torch.utils.data.Dataset):
+            texts = list(inputs)  # tuples and list-likes (a datasets Column) behave as lists, as v4's lists did
+            for index, text in enumerate(texts):
+                _check_text(text, index)
+            if not texts:
+                return []
+            results = super().__call__(texts, *args, **kwargs)
+            # v4: one dict per input unless num_return_sequences > 1
+            return [result[0] for result in results] if all(len(result) == 1 for result in results) else results
+        if isinstance(inputs, torch.utils.data.Dataset) and isinstance(inputs, collections.abc.Sized):
+            return super().__call__(_CheckedTexts(inputs), *args, **kwargs)  # streamed: an iterator comes back
+        if isinstance(inputs, collections.abc.Iterable):
+            return super().__call__(_checked_texts(inputs), *args, **kwargs)
+        raise ValueError(
+            f"The input is {type(inputs).__name__}, not a string (or a list of strings, a generator of strings or a "
+            "KeyDataset)."
+        )
 
     # -- the three stages ------------------------------------------------------------------------------------------
 
-    def preprocess(self, text: str, prefix: str = "", max_length: int | None = None, src_lang: str | None = None):
+    def preprocess(
+        self, text: str, prefix: str | None = None, truncation: bool | str | None = None, src_lang: str | None = None
+    ) -> dict[str, Any]:
+        _check_text(text)
         if src_lang is not None:
             self.tokenizer.src_lang = src_lang  # mBART/M2M100 tokenizers add the language code from this
-        max_length = max_length or self._max_source_length()
-        source = prefix + text
-        encoding = encode_with_oovs(
-            self.tokenizer, [source], vocab_size=self.model.config.vocab_size, max_length=max_length,
-            truncation=True, return_tensors="pt",
-        )
-        if encoding["input_ids"].shape[1] >= max_length and len(self.tokenizer(source)["input_ids"]) > max_length:
-            logger.warning(f"Input of {len(source)} characters was truncated to {max_length} tokens: {source[:40]!r}...")
-        return {
-            "input_ids": encoding["input_ids"],
-            "attention_mask": encoding["attention_mask"],
-            "extended_input_ids": encoding["extended_input_ids"],
-            "oov_words": encoding["oov_words"],  # [[str, ...]]: one table, kept as a list through batching
-            "is_blank": torch.tensor([not text.strip()]),
-        }
-
-    def _forward(self, model_inputs, **generate_kwargs):
-        input_ids, attention_mask = model_inputs["input_ids"], model_inputs["attention_mask"]
-        # Batching pads extra keys with 0; padded positions must repeat input_ids (the model checks they agree).
-        extended = torch.where(attention_mask.bool(), model_inputs["extended_input_ids"], input_ids)
-        generate_kwargs = {k: v for k, v in generate_kwargs.items() if v is not None}
-        kwargs = {"extended_input_ids": extended} if _is_pointer_generator(self.model) else {}
-        output_ids = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs, **generate_kwargs)
-        batch_size = input_ids.shape[0]
-        per_input = output_ids.shape[0] // batch_size  # num_return_sequences
-        return {
-            "output_ids": output_ids.reshape(batch_size, per_input, -1),
-            "oov_words": _one_table_per_example(model_inputs["oov_words"]),
-            "is_blank": model_inputs["is_blank"],
-        }
-
-    def postprocess(self, model_outputs, clean_up_tokenization_spaces: bool | None = None):
-        output_ids = model_outputs["output_ids"][0]  # (num_return_sequences, L)
-        tables = model_outputs["oov_words"]  # unbatched from a batch: one table (of str); batch of one: [table]
-        table = tables[0] if tables and isinstance(tables[0], list) else tables
-        if bool(model_outputs["is_blank"].reshape(-1)[0]):
-            texts = [""] * output_ids.shape[0]  # nothing to translate: no hallucinated output
+        source = (self.prefix if prefix is None else prefix) + text
+        if truncation is False:
+            encoding, table = self._encode(source, truncation=False)
         else:
-            texts = batch_decode_with_oovs(
-                self.tokenizer, output_ids, [table] * output_ids.shape[0], vocab_size=self.model.config.vocab_size,
-                skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+            limit = self._max_source_length()
+            encoding, table = self._encode(
+                source, truncation=True if truncation is None else truncation, max_length=limit,
+                return_num_truncated_tokens=True,
             )
-        records = [{self.output_key: text.strip()} for text in texts]
-        return records if len(records) > 1 else records[0]
+            removed = encoding["num_truncated_tokens"][0]  # counted by the same tokenization
+            if removed and truncation is None:
+                logger.warning(
+                    f"Input {source[:60]!r}{'...' if len(source) > 60 else ''} has {limit + removed} tokens, more "
+                    f"than the {limit} this model takes: it was truncated to {limit} (pass truncation=True to "
+                    "truncate without this warning)."
+                )
+        keys = ("input_ids", "attention_mask", "extended_input_ids")
+        model_inputs = {key: encoding[key] for key in keys if key in encoding}  # (1, S) each
+        model_inputs["oov_words"] = table  # a tuple: batching gathers one per example (see _one_table_per_example)
+        model_inputs["is_blank"] = torch.tensor([not text.strip()])
+        return model_inputs
+
+    def _forward(self, model_inputs: dict[str, Any], **generate_kwargs) -> dict[str, Any]:
+        input_ids, attention_mask = model_inputs["input_ids"], model_inputs["attention_mask"]  # (B, S)
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if self._copies:
+            # Batching pads extra keys with 0; padded positions must repeat input_ids (the model checks they agree).
+            inputs["extended_input_ids"] = torch.where(
+                attention_mask.bool(), model_inputs["extended_input_ids"], input_ids
+            )
+        defaults = self._length_defaults(generate_kwargs, input_ids)
+        generate_kwargs = self._prepare_generate_kwargs(generate_kwargs, **defaults)
+        output_ids = self.model.generate(**inputs, **generate_kwargs)  # (B * num_return_sequences, L)
+        batch_size = input_ids.shape[0]
+        return {
+            "output_ids": output_ids.reshape(batch_size, output_ids.shape[0] // batch_size, -1),  # (B, k, L)
+            "oov_words": _one_table_per_example(model_inputs["oov_words"]),
+            "is_blank": model_inputs["is_blank"],  # (B,)
+        }
+
+    def postprocess(
+        self,
+        model_outputs: dict[str, Any],
+        return_text: bool | None = None,
+        return_tensors: bool = False,
+        clean_up_tokenization_spaces: bool = False,
+    ) -> list[dict[str, Any]]:
+        output_ids = model_outputs["output_ids"][0]  # (k, L): one input's num_return_sequences outputs
+        # Unbatched from a batch, the entry is this input's table (a tuple); from a batch of one, a list of one table.
+        tables = model_outputs["oov_words"]
+        table = list(tables if isinstance(tables, tuple) else tables[0])
+        if return_text is None:
+            return_text = not return_tensors  # v4: return_tensors=True alone gives the ids only
+        texts = [None] * output_ids.shape[0]
+        if return_text:
+            if bool(model_outputs["is_blank"].reshape(-1)[0]):
+                texts = [""] * output_ids.shape[0]  # nothing to translate: no hallucinated output
+            else:
+                texts = self._decode(output_ids, table, clean_up_tokenization_spaces)
+        records = []
+        for ids, text in zip(output_ids, texts):
+            record = {}
+            if return_text:
+                record[f"{self.return_name}_text"] = text
+            if return_tensors:
+                record[f"{self.return_name}_token_ids"] = ids
+            records.append(record)
+        return records
+
+    # -- encoding and decoding -------------------------------------------------------------------------------------
+
+    def _encode(self, source: str, **kwargs) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """Encode one source; returns (1, S) tensors and its OOV table (empty for a model that cannot copy).
+
+        The ids are the tokenizer's own (`tokenizer([source])`), for a plain base too, so it translates as in v4.
+        """
+        encoding = self._processor([source], return_tensors="pt", **kwargs)
+        if not self._copies:
+            del encoding["extended_input_ids"]
+            return encoding, ()
+        return encoding, tuple(encoding["oov_words"][0])
+
+    def _decode(self, output_ids: torch.Tensor, table: list[str], clean_up_tokenization_spaces: bool) -> list[str]:
+        """Decode (k, L) outputs of one input; its table serves all k."""
+        if self._copies:
+            return self._processor.batch_decode(
+                output_ids, [table], skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
+            )
+        # A plain base decodes exactly as v4's pipeline did.
+        return self.tokenizer.batch_decode(
+            output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
+        )
 
     # -- helpers ---------------------------------------------------------------------------------------------------
 
     def _base_config(self):
         return getattr(self.model.config, "base_config", self.model.config)
 
-    def _default_prefix(self) -> str:
+    def _task_specific_params(self) -> tuple[str, dict[str, Any]]:
+        """The task and the base config's `task_specific_params` entry for it, looked up as v4 did."""
         params = getattr(self._base_config(), "task_specific_params", None) or {}
-        return (params.get(self.task) or params.get(_base_task(self.task)) or {}).get("prefix", "")
+        if self._base_task != "translation":
+            return self.task, params.get(self.task) or {}
+        if self.task != "translation":  # translation_xx_to_yy, then the generic entry
+            return self.task, params.get(self.task) or params.get("translation") or {}
+        if "translation" in params:
+            return self.task, params["translation"]
+        pairs = [key for key in params if key.startswith("translation_")]
+        if pairs:
+            # v4's pipeline() did the same: T5 lists translation_en_to_de, _en_to_fr, _en_to_ro.
+            logger.warning(
+                f'"translation" task was used, instead of "translation_XX_to_YY", defaulting to "{pairs[0]}".'
+            )
+            return pairs[0], params[pairs[0]]
+        return self.task, {}
 
     def _max_source_length(self) -> int:
         limits = [getattr(self._base_config(), "max_position_embeddings", None)]
         model_max = getattr(self.tokenizer, "model_max_length", None)
         limits.append(model_max if model_max and model_max < 1_000_000 else None)
         limits = [limit for limit in limits if limit]
-        return min(limits) if limits else 512
+        return min(limits) if limits else _DEFAULT_MAX_LENGTH
+
+    def _max_output_length(self) -> int:
+        """The most tokens the decoder can take: its positions (T5 has no such limit: the tokenizer's, or 512)."""
+        config = self._base_config()
+        limit = getattr(config, "max_target_positions", None) or getattr(config, "max_position_embeddings", None)
+        if limit:
+            return limit
+        model_max = getattr(self.tokenizer, "model_max_length", None)
+        return model_max if model_max and model_max < 1_000_000 else _DEFAULT_MAX_LENGTH
+
+    def _length_defaults(self, generate_kwargs: dict[str, Any], input_ids: torch.Tensor) -> dict[str, Any]:
+        """`max_new_tokens` for generate() when nothing sets a length, and v4's warning for a short `max_length`."""
+        # As _prepare_generate_kwargs merges them: a call's generation_config replaces the init's parameters.
+        merged = generate_kwargs
+        if "generation_config" not in generate_kwargs:
+            merged = {**self._generate_kwargs, **generate_kwargs}
+        lengths = {key: value for key, value in self._get_set_generation_params(merged).items() if value is not None}
+        if "max_new_tokens" not in lengths and "max_length" not in lengths:
+            # generate() would stop at 20 tokens (its model-agnostic default), cutting most real outputs short.
+            # Stopping at EOS, the output may be as long as the decoder's positions allow; one limit per model
+            # (not per source) keeps batched outputs equal to one-by-one ones.
+            return {"max_new_tokens": self._max_output_length()}
+        if self._base_task == "translation" and "max_new_tokens" not in lengths:
+            input_length = input_ids.shape[1]
+            if input_length > 0.9 * lengths["max_length"]:
+                logger.warning(
+                    f"Your input_length: {input_length} is bigger than 0.9 * max_length: {lengths['max_length']}. You "
+                    "might consider increasing your max_length manually, e.g. translator('...', max_length=400)"
+                )
+        return {}
 
     def _language_token_id(self, language: str) -> int:
         if hasattr(self.tokenizer, "get_lang_id"):  # M2M100
             return self.tokenizer.get_lang_id(language)
         token_id = self.tokenizer.convert_tokens_to_ids(language)
         if token_id is None or token_id == self.tokenizer.unk_token_id:
-            raise ValueError(f"tgt_lang={language!r} is not a token of this tokenizer; pass a language code it knows.")
+            raise ValueError(
+                f"tgt_lang={language!r} is not a token of this tokenizer; pass a language code it knows (mBART: "
+                "tgt_lang='de_DE', M2M100: tgt_lang='de')."
+            )
         return token_id
 
 
-def _base_task(task: str) -> str:
-    return "translation" if task.startswith("translation") else task
+# -- inputs ---------------------------------------------------------------------------------------------------------
+
+
+def _check_text(text: Any, index: int | None = None) -> None:
+    if isinstance(text, str):
+        return
+    where = "The input" if index is None else f"Input {index}"
+    hint = (
+        ' (for a dataset of rows, pass KeyDataset(dataset, "text") from transformers.pipelines.pt_utils)'
+        if isinstance(text, collections.abc.Mapping)
+        else ""
+    )
+    raise ValueError(f"{where} is {type(text).__name__}, not a string: every input must be text{hint}.")
+
+
+def _checked_texts(items) -> types.GeneratorType:
+    """A generator over `items` that names the index of a non-string item when it is reached."""
+    for index, item in enumerate(items):
+        _check_text(item, index)
+        yield item
+
+
+class _CheckedTexts(torch.utils.data.Dataset):
+    """A map-style dataset (e.g. `KeyDataset`) whose items are checked to be strings when read."""
+
+    def __init__(self, dataset: torch.utils.data.Dataset):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> str:
+        text = self.dataset[index]
+        _check_text(text, index)
+        return text
+
+
+def _one_table_per_example(oov_words) -> list[tuple[str, ...]]:
+    """Unbatched, preprocess's table (a tuple) arrives as is; batched, as a list of tables."""
+    return [oov_words] if isinstance(oov_words, tuple) else list(oov_words)
+
+
+def _languages(task: str) -> tuple[str, str] | None:
+    parts = task.split("_")
+    if len(parts) == 4 and parts[0] == "translation" and parts[2] == "to":
+        return parts[1], parts[3]
+    return None
 
 
 def _is_pointer_generator(model) -> bool:
     return getattr(model.config, "model_type", None) == "pointer_generator"
 
 
-def _one_table_per_example(oov_words) -> list[list[str]]:
-    """Batching wraps each example's [table] in another list; unwrap to one table per example."""
-    if oov_words and isinstance(oov_words[0], list) and oov_words[0] and isinstance(oov_words[0][0], list):
-        return [tables[0] for tables in oov_words]
-    return list(oov_words)
+# -- registration with transformers.pipeline (see the module docstring) --------------------------------------------
 
 
-__all__ = ["PointerGeneratorText2TextPipeline", "CUSTOM_PIPELINES"]
+def _register_pipeline_tasks() -> None:
+    """Serve the three tasks from `transformers.pipeline` in this Python. Idempotent; `import hf_pgen` calls it."""
+    from transformers import AutoModelForSeq2SeqLM
+    from transformers import pipelines as transformers_pipelines
+
+    registry = transformers_pipelines.PIPELINE_REGISTRY
+    removed = transformers_pipelines.REMOVED_TASKS
+    for task in _RETURN_NAMES:
+        if task in registry.supported_tasks and task not in removed:
+            impl = registry.supported_tasks[task]["impl"]
+            if impl is not PointerGeneratorText2TextPipeline:
+                continue  # a Transformers that serves the task itself keeps its own pipeline
+        removed.pop(task, None)
+        if registry.supported_tasks.get(task, {}).get("impl") is not PointerGeneratorText2TextPipeline:
+            registry.register_pipeline(
+                task, pipeline_class=PointerGeneratorText2TextPipeline, pt_model=AutoModelForSeq2SeqLM, type="text"
+            )
+    # register_pipeline remembers only the last task; Pipeline.save_pretrained writes these to custom_pipelines.
+    PointerGeneratorText2TextPipeline._registered_impl = {
+        task: registry.supported_tasks[task]
+        for task in _RETURN_NAMES
+        if registry.supported_tasks.get(task, {}).get("impl") is PointerGeneratorText2TextPipeline
+    }
+    if not getattr(registry.check_task, "_resolves_translation_pairs", False):
+        registry.check_task = _resolving_translation_pairs(registry, registry.check_task)
+
+
+def _resolving_translation_pairs(registry, check_task):
+    """`check_task` that also resolves "translation_XX_to_YY" to the translation pipeline, as v4's registry did."""
+
+    def check_task_with_translation_pairs(task: str):
+        try:
+            return check_task(task)
+        except KeyError:
+            languages = _languages(task)
+            translation = registry.supported_tasks.get("translation")
+            if languages is None or translation is None or translation["impl"] is not PointerGeneratorText2TextPipeline:
+                raise
+            return "translation", translation, languages
+
+    check_task_with_translation_pairs._resolves_translation_pairs = True
+    return check_task_with_translation_pairs
+
+
+__all__ = ["PointerGeneratorText2TextPipeline"]

@@ -6,7 +6,16 @@ than ``len(tokenizer)``: T5 pads 32100 to 32128) and ``N`` is the number of dist
 out-of-vocabulary (OOV) source words of an example. Source tokens that the tokenizer maps to
 its unknown token get the extended id ``vocab_size + k``, ``k = 0, 1, ...`` in order of first
 appearance in *that* example; the model can then copy them by pointing, and generated ids
-``>= vocab_size`` are turned back into the source's surface strings by :func:`decode_with_oovs`.
+``>= vocab_size`` are turned back into the source's text by :func:`decode_with_oovs`.
+
+Tokenizers: any fast (🤗 tokenizers) tokenizer, and the slow SentencePiece tokenizers that Transformers 5
+still ships without a fast twin (``MarianTokenizer``, ``M2M100Tokenizer``): their OOV surfaces come from
+SentencePiece's own piece offsets, and the ids are always the tokenizer's own (``tokenizer(text)``).
+
+What an OOV word's text is: the source characters its unknown token covers, without the whitespace a
+pre-tokenizer folded into it (Metaspace turns " Zyxwvut" into "▁Zyxwvut"), and with the combining marks /
+Hangul jamo that a normalizer composed into it (a decomposed "u" + U+0308 under an NFC normalizer), so a copy is the
+source's text byte for byte.
 
 This file is saved next to the model as remote code: it imports only the standard library,
 ``torch`` and ``transformers``.
@@ -16,6 +25,9 @@ Public API: :func:`encode_with_oovs`, :func:`decode_with_oovs`, :func:`batch_dec
 
 from __future__ import annotations
 
+import json
+import unicodedata
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,22 +43,61 @@ _UNSUPPORTED_KWARGS = ("return_overflowing_tokens", "is_split_into_words", "text
 # decoder joins the in-vocabulary tokens; the first one absent from the tokens is used.
 _SENTINEL_CANDIDATES = ("\ue000", "\U000f0000", "\U00100000", "\ufdd0")
 
+# Word-level tokenizers whose unknown token swallows the word-start marker ("▁Zyxwvut" is one unknown token) cannot
+# say whether a copied word starts a new word: one slot serves "open Zyxwvut" and "%(Zyxwvut)s". The copy starts a
+# word after a letter/digit, after the characters of _SPACE_AFTER, after a closing quote, and at the start of the
+# text; it is glued after any other character (brackets, opening quotes, "_", "-", "/", "%", "<", ">", line breaks:
+# placeholders and markup), and a copied closing punctuation mark (_ATTACHES_LEFT) is glued to what precedes it.
+# Measured on the embedded corpus (validation + test, 8K word-level vocabulary): 2,776/2,776 OOV words after a letter
+# or digit start a word; after "(", "-", "_", "/", '"', ">", "{", "<" 1,787 of 1,798 are glued.
+_SPACE_AFTER = frozenset(".,;:!?…}]»”“‘–—|")
+_ATTACHES_LEFT = frozenset(".,;:!?…)]}»”’%")
+_SYMMETRIC_QUOTES = frozenset("\"'`")
+
+
+# ----------------------------------------------------------------------------------------------------- tokenizers
+def _sentencepiece_of(tokenizer: PreTrainedTokenizerBase) -> Any:
+    """The SentencePiece processor a slow tokenizer tokenizes with now (Marian switches source/target)."""
+    for name in ("current_spm", "sp_model", "spm_source"):
+        processor = getattr(tokenizer, name, None)
+        if processor is not None and hasattr(processor, "encode"):
+            return processor
+    return None
+
 
 def _check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
-    if not getattr(tokenizer, "is_fast", False) or not hasattr(tokenizer, "backend_tokenizer"):
+    if getattr(tokenizer, "is_fast", False) and hasattr(tokenizer, "backend_tokenizer"):
+        return
+    if _sentencepiece_of(tokenizer) is None:
         raise TypeError(
-            "encode_with_oovs/decode_with_oovs need a fast (🤗 tokenizers-backed) tokenizer, because OOV surface "
-            f"strings are recovered through offset mappings; got {type(tokenizer).__name__}."
+            f"encode_with_oovs/decode_with_oovs need a fast (🤗 tokenizers-backed) tokenizer or a slow SentencePiece "
+            f"tokenizer (MarianTokenizer, M2M100Tokenizer): OOV words are located through offset mappings or "
+            f"SentencePiece's piece offsets. {type(tokenizer).__name__} has neither; load its fast version "
+            "(AutoTokenizer.from_pretrained(..., use_fast=True)) or convert it with PreTrainedTokenizerFast."
         )
+
+
+def _tokenizer_width(tokenizer: PreTrainedTokenizerBase) -> int:
+    """One past the largest id the tokenizer can produce (M2M100's language codes lie beyond len(tokenizer))."""
+    width = len(tokenizer)
+    for name in ("lang_token_to_id", "lang_code_to_id"):
+        ids = getattr(tokenizer, name, None)
+        if isinstance(ids, dict) and ids:
+            width = max(width, 1 + max(ids.values()))
+    return width
 
 
 def _check_vocab_size(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> int:
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an int (the model's output width), got {vocab_size!r}.")
-    if vocab_size < len(tokenizer):
+    width = _tokenizer_width(tokenizer)
+    if vocab_size < width:
+        what = f"len(tokenizer)={width}" if width == len(tokenizer) else (
+            f"the tokenizer's {width} ids (len(tokenizer)={len(tokenizer)} plus its language codes)"
+        )
         raise ValueError(
-            f"vocab_size={vocab_size} is smaller than len(tokenizer)={len(tokenizer)}: extended ids would collide "
-            "with real token ids. Pass the model's output width (model.config.vocab_size)."
+            f"vocab_size={vocab_size} is smaller than {what}: extended ids would collide with real token ids. Pass "
+            "the model's output width (model.config.vocab_size)."
         )
     return vocab_size
 
@@ -68,40 +119,199 @@ def _as_text_batch(text: Any, name: str) -> tuple[list[str], bool]:
     return texts, True
 
 
+# ------------------------------------------------------------------------------------------------------- surfaces
+def _continues_previous(char: str) -> bool:
+    """Characters that a normalizer composes into the character before them (NFD -> NFC/NFKC)."""
+    code = ord(char)
+    # combining marks (incl. variation selectors), Hangul medial vowels / final consonants (conjoining jamo)
+    return unicodedata.category(char)[0] == "M" or 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FF
+
+
+def _surface(
+    text: str, offsets: Sequence[tuple[int, int]], i: int, joins: Sequence[bool] | None = None
+) -> tuple[str | None, int]:
+    """The source text of token ``i`` (None when it covers no character), and how many following tokens it took in.
+
+    The end is moved over combining characters that no later token covers (an NFC/NFKC normalizer maps "u" + U+0308
+    to one "ü" whose offsets end before the mark), and over following tokens ``j`` with ``joins[j]`` that hold
+    nothing but such characters (a Whitespace pre-tokenizer splits the U+FE0F of "🗑️" from its emoji). Whitespace
+    that a pre-tokenizer folded into the token (the Metaspace "▁" of a mid-sentence word) is dropped, so the same
+    word has the same surface everywhere.
+    """
+    start, end = offsets[i]
+    if end <= start:
+        return None, 0
+    taken = 0
+    for j in range(i + 1, len(offsets)):
+        next_start, next_end = offsets[j]
+        if next_end <= next_start:
+            continue
+        if not (joins and joins[j] and next_start == end and all(map(_continues_previous, text[next_start:next_end]))):
+            break
+        end, taken = next_end, j - i
+    limit = len(text)
+    for next_start, next_end in offsets[i + taken + 1 :]:
+        if next_end > next_start:
+            limit = min(limit, max(next_start, end))
+            break
+    while end < limit and _continues_previous(text[end]):
+        end += 1
+    raw = text[start:end]
+    return raw.strip() or raw, taken
+
+
+def _match_key(surface: str) -> str:
+    # A target spelled in another normalization form (NFC target, NFD source) still matches its source slot.
+    return unicodedata.normalize("NFC", surface)
+
+
 def _extend_row(
     ids: list[int],
-    offsets: list[tuple[int, int]],
+    offsets: Sequence[tuple[int, int]] | None,
     text: str,
     unk_id: int | None,
     vocab_size: int,
     table: dict[str, int],
+    surfaces: list[str],
     grow: bool,
 ) -> list[int]:
     """Copy of ``ids`` where unknown tokens carry ``vocab_size + slot``.
 
-    ``table`` maps surface string -> slot. With ``grow`` new surfaces get new slots (source side);
-    without it, unknown surfaces absent from the table keep the unknown id (target side).
-    Zero-width unknown tokens (no recoverable surface) keep the unknown id.
+    ``table`` maps a surface's match key -> slot and ``surfaces[slot]`` is its source text. With ``grow`` new
+    surfaces get new slots (source side); without it, unknown surfaces absent from the table keep the unknown id
+    (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
     """
     out = list(ids)
-    if unk_id is None:
+    if unk_id is None or offsets is None:
         return out
-    for i, tok_id in enumerate(ids):
-        if tok_id != unk_id:
+    is_unk = [tok_id == unk_id for tok_id in ids]
+    skip_to = -1
+    for i in [i for i, unk in enumerate(is_unk) if unk]:
+        if i <= skip_to:
+            continue  # a lone combining mark folded into the unknown token before it: keeps the unknown id
+        surface, taken = _surface(text, offsets, i, is_unk)
+        skip_to = i + taken
+        if surface is None:
             continue
-        start, end = offsets[i]
-        if end <= start:
-            continue
-        surface = text[start:end]
-        slot = table.get(surface)
+        key = _match_key(surface)
+        slot = table.get(key)
         if slot is None:
             if not grow:
                 continue
-            slot = table[surface] = len(table)
+            slot = table[key] = len(surfaces)
+            surfaces.append(surface)
         out[i] = vocab_size + slot
     return out
 
 
+# ------------------------------------------------------------------------------- slow SentencePiece tokenizers
+def _sentencepiece_pieces(processor: Any, text: str) -> list[tuple[str, int, int]]:
+    """SentencePiece's pieces of ``text`` with their character spans in ``text`` (both sentencepiece APIs)."""
+    try:  # sentencepiece >= 0.2.1
+        mapping = processor.encode(text, out_type="offset_mapping")
+        return [(piece, start, end) for piece, (start, end) in zip(mapping["pieces"], mapping["offsets"])]
+    except (ValueError, TypeError, KeyError, RuntimeError):  # older sentencepiece: 'unknown out_type'
+        pass
+    proto = processor.encode(text, out_type="immutable_proto")  # sentencepiece 0.1.99 - 0.2.0: unicode spans
+    return [(p.piece, p.begin, p.end) for p in proto.pieces]
+
+
+def _split_added_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> list[tuple[str, int, bool]]:
+    """``PreTrainedTokenizer.tokenize``'s split on added tokens, as ``(chunk, start, is_added_token)``."""
+    if getattr(tokenizer, "split_special_tokens", False):
+        return [(text, 0, False)]
+    pieces = tokenizer.tokens_trie.split(text)
+    chunks: list[list[Any]] = []
+    position = 0
+    for piece in pieces:
+        chunks.append([piece, position])
+        position += len(piece)
+    added = tokenizer._added_tokens_encoder
+    for i, (chunk, _) in enumerate(chunks):
+        if chunk not in added:
+            continue
+        token = tokenizer._added_tokens_decoder.get(added[chunk])
+        # The same lstrip / rstrip rules as PreTrainedTokenizer.tokenize, keeping track of the start offsets.
+        if getattr(token, "rstrip", False) and i + 1 < len(chunks) and chunks[i + 1][0]:
+            right = chunks[i + 1][0]
+            chunks[i + 1] = [right.lstrip(), chunks[i + 1][1] + len(right) - len(right.lstrip())]
+        if getattr(token, "lstrip", False) and i > 0 and chunks[i - 1][0]:
+            chunks[i - 1][0] = chunks[i - 1][0].rstrip()
+        if getattr(token, "single_word", False):
+            return []  # rare; the caller then finds no alignment and leaves the example without OOV slots
+    specials = set(tokenizer.all_special_tokens)
+    return [(c, s, c in added or c in specials) for c, s in chunks if c]
+
+
+def _slow_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list[int], list[tuple[int, int]]] | None:
+    """Ids and character spans of ``tokenizer.tokenize(text)`` for a slow SentencePiece tokenizer, in one pass.
+
+    Mirrors ``PreTrainedTokenizer.tokenize``: split on added tokens, then Marian's language-code prefix and
+    SentencePiece on the rest. Returns None when the text would be changed before tokenization.
+    """
+    prepared, _ = tokenizer.prepare_for_tokenization(text)
+    if prepared != text:
+        return None
+    processor = _sentencepiece_of(tokenizer)
+    tokens: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for chunk, start, is_added in _split_added_tokens(tokenizer, text):
+        if is_added:
+            tokens.append(chunk)
+            spans.append((start, start + len(chunk)))
+            continue
+        if hasattr(tokenizer, "remove_language_code"):  # Marian: ">>de<< text"
+            code, rest = tokenizer.remove_language_code(chunk)
+            for c in code:
+                tokens.append(c)
+                spans.append((start, start + len(c)))
+            start += len(chunk) - len(rest)
+            chunk = rest
+        for piece, begin, end in _sentencepiece_pieces(processor, chunk):
+            tokens.append(piece)
+            spans.append((start + begin, start + end))
+    return tokenizer.convert_tokens_to_ids(tokens), spans
+
+
+def _slow_row_offsets(
+    tokenizer: PreTrainedTokenizerBase,
+    text: str,
+    ids: list[int],
+    mask: list[int],
+    add_special_tokens: bool,
+) -> tuple[list[tuple[int, int]] | None, int]:
+    """Offsets for one row of a slow tokenizer's output, and how many content tokens truncation removed.
+
+    The row's ids come from the tokenizer itself; SentencePiece's spans are used only where our own pass gives the
+    very same ids (a different result leaves the row without offsets, so without OOV slots, never with wrong ones).
+    """
+    found = _slow_tokens(tokenizer, text)
+    if found is None:
+        return None, 0
+    content_ids, spans = found
+    if add_special_tokens:
+        layout = tokenizer.build_inputs_with_special_tokens([-1])
+        if layout.count(-1) != 1:
+            return None, 0
+        prefix, n_special = layout.index(-1), len(layout) - 1
+    else:
+        prefix, n_special = 0, 0
+    kept = [i for i, m in enumerate(mask) if m]
+    n_keep = len(kept) - n_special
+    if n_keep < 0 or n_keep > len(content_ids):
+        return None, 0
+    left = getattr(tokenizer, "truncation_side", "right") == "left"
+    window = slice(len(content_ids) - n_keep, len(content_ids)) if left else slice(0, n_keep)
+    row_content = [ids[i] for i in kept[prefix : prefix + n_keep]]
+    if row_content != content_ids[window]:
+        return None, len(content_ids) - n_keep
+    offsets = [(0, 0)] * len(ids)
+    for position, span in zip(kept[prefix : prefix + n_keep], spans[window]):
+        offsets[position] = span
+    return offsets, len(content_ids) - n_keep
+
+
+# --------------------------------------------------------------------------------------------------------- encode
 def encode_with_oovs(
     tokenizer: PreTrainedTokenizerBase,
     text: str | list[str],
@@ -114,13 +324,14 @@ def encode_with_oovs(
     padding: bool | str = False,
     return_tensors: str | None = None,
     label_pad_token_id: int = -100,
+    return_num_truncated_tokens: bool = False,
     **tokenizer_kwargs: Any,
 ) -> BatchEncoding:
     """Tokenize sources (and targets) and assign per-example extended ids to OOV source words.
 
     Args:
-        tokenizer: a fast tokenizer (offset mappings are needed). Tokenizers without an unknown
-            token, or that never produce it (byte-level BPE), yield no OOV slots.
+        tokenizer: a fast tokenizer, or a slow SentencePiece one (``MarianTokenizer``, ``M2M100Tokenizer``).
+            Tokenizers without an unknown token, or that never produce it (byte-level BPE), yield no OOV slots.
         text: one source string or a list of ``B`` source strings. ``None`` entries raise a
             ``ValueError`` naming the index; ``""`` encodes to the special tokens only.
         text_target: optional target string(s), same number as ``text``.
@@ -130,33 +341,43 @@ def encode_with_oovs(
             (``max_target_length`` defaults to ``max_length``).
         truncation, padding, return_tensors: as for the tokenizer's ``__call__``.
         label_pad_token_id: value written into padded label positions (default -100).
+        return_num_truncated_tokens: also return ``num_truncated_tokens``: per example, how many source
+            tokens truncation removed (read from the same tokenization, not a second one).
         **tokenizer_kwargs: forwarded to the tokenizer (``return_token_type_ids`` defaults to False).
 
     Returns:
         ``BatchEncoding`` with, for ``B`` examples of (padded) source length ``S`` / target length ``T``:
 
-        - ``input_ids``, ``attention_mask``: ``(B, S)`` as the tokenizer returns them.
+        - ``input_ids``, ``attention_mask``: ``(B, S)`` exactly as ``tokenizer(text, ...)`` returns them.
         - ``extended_input_ids``: ``(B, S)``; equal to ``input_ids`` except that unknown-token
           positions carry ``vocab_size + k`` (padding positions keep the pad id).
-        - ``oov_words``: ``list[list[str]]`` (length ``B``); ``oov_words[b][k]`` is the original
-          source text (via offsets) of slot ``k``. The same surface twice shares one slot.
+        - ``oov_words``: ``list[list[str]]`` (length ``B``); ``oov_words[b][k]`` is the source text of
+          slot ``k`` (without the whitespace a pre-tokenizer folded into the token). The same word twice
+          shares one slot, wherever it stands in the sentence.
         - ``labels`` (only with ``text_target``): ``(B, T)`` target ids where an unknown target token
-          whose surface is one of *its own source's* OOV words gets that extended id (otherwise the
+          whose text is one of *its own source's* OOV words gets that extended id (otherwise the
           unknown id); padded positions hold ``label_pad_token_id``.
+        - ``num_truncated_tokens`` (only with ``return_num_truncated_tokens``): ``list[int]`` (length ``B``).
 
         A single ``str`` input without ``return_tensors`` gives un-batched lists (``oov_words`` is then
         a ``list[str]``), like the tokenizer does; with ``return_tensors`` tensors keep the batch axis
-        and ``oov_words`` stays a (non-tensor) list of lists.
+        and ``oov_words`` (and ``num_truncated_tokens``) stay (non-tensor) lists.
     """
     _check_tokenizer(tokenizer)
     vocab_size = _check_vocab_size(tokenizer, vocab_size)
     for key in _UNSUPPORTED_KWARGS:
         if tokenizer_kwargs.get(key):
-            raise ValueError(f"encode_with_oovs does not support `{key}`.")
+            raise ValueError(
+                f"encode_with_oovs does not support `{key}`: every example must stay one row with its own OOV table "
+                "(use return_num_truncated_tokens=True to see how much truncation removed)."
+            )
         tokenizer_kwargs.pop(key, None)
     keep_offsets = bool(tokenizer_kwargs.pop("return_offsets_mapping", False))
     tokenizer_kwargs.setdefault("return_token_type_ids", False)
     tokenizer_kwargs.pop("return_attention_mask", None)
+    is_fast = getattr(tokenizer, "is_fast", False)
+    add_special_tokens = tokenizer_kwargs.get("add_special_tokens", True)
+    stride = int(tokenizer_kwargs.get("stride", 0) or 0)
 
     texts, is_batched = _as_text_batch(text, "text")
     targets = None
@@ -169,41 +390,97 @@ def encode_with_oovs(
     if max_target_length is None:
         max_target_length = max_length
 
-    common = dict(truncation=truncation, padding=padding, return_offsets_mapping=True, return_attention_mask=True)
+    common: dict[str, Any] = dict(truncation=truncation, padding=padding, return_attention_mask=True)
+    if is_fast:
+        common["return_offsets_mapping"] = True  # slow tokenizers cannot; SentencePiece's spans stand in
     enc = tokenizer(texts, max_length=max_length, **common, **tokenizer_kwargs)
     unk_id = tokenizer.unk_token_id
 
+    source_offsets, num_truncated = _row_offsets(
+        tokenizer, enc, texts, is_fast, add_special_tokens, stride, target=False
+    )
     tables: list[dict[str, int]] = []
+    oov_words: list[list[str]] = []
     extended: list[list[int]] = []
-    for ids, offs, src in zip(enc["input_ids"], enc["offset_mapping"], texts):
+    for ids, offs, src in zip(enc["input_ids"], source_offsets, texts):
         table: dict[str, int] = {}
-        extended.append(_extend_row(ids, offs, src, unk_id, vocab_size, table, grow=True))
+        surfaces: list[str] = []
+        extended.append(_extend_row(ids, offs, src, unk_id, vocab_size, table, surfaces, grow=True))
         tables.append(table)
+        oov_words.append(surfaces)
 
-    data: dict[str, Any] = {k: v for k, v in enc.items() if k != "offset_mapping" or keep_offsets}
+    data: dict[str, Any] = {k: v for k, v in enc.items() if k != "offset_mapping"}
+    if keep_offsets:
+        data["offset_mapping"] = [offs if offs is not None else [(0, 0)] * len(ids)
+                                  for offs, ids in zip(source_offsets, enc["input_ids"])]
     data["extended_input_ids"] = extended
 
     if targets is not None:
         tgt = tokenizer(text_target=targets, max_length=max_target_length, **common, **tokenizer_kwargs)
+        target_offsets, _ = _row_offsets(tokenizer, tgt, targets, is_fast, add_special_tokens, stride, target=True)
         labels = []
-        for ids, offs, mask, tgt_text, table in zip(
-            tgt["input_ids"], tgt["offset_mapping"], tgt["attention_mask"], targets, tables
+        for ids, offs, mask, tgt_text, table, surfaces in zip(
+            tgt["input_ids"], target_offsets, tgt["attention_mask"], targets, tables, oov_words
         ):
-            row = _extend_row(ids, offs, tgt_text, unk_id, vocab_size, table, grow=False)
+            row = _extend_row(ids, offs, tgt_text, unk_id, vocab_size, table, surfaces, grow=False)
             labels.append([t if m else label_pad_token_id for t, m in zip(row, mask)])
         data["labels"] = labels
 
-    oov_words = [list(table) for table in tables]  # dicts keep insertion order = slot order
     if not is_batched and return_tensors is None:
         data = {k: v[0] for k, v in data.items()}
         out = BatchEncoding(data)
         out["oov_words"] = oov_words[0]
+        if return_num_truncated_tokens:
+            out["num_truncated_tokens"] = num_truncated[0]
         return out
     out = BatchEncoding(data, tensor_type=return_tensors)
     out["oov_words"] = oov_words
+    if return_num_truncated_tokens:
+        out["num_truncated_tokens"] = num_truncated
     return out
 
 
+def _row_offsets(
+    tokenizer: PreTrainedTokenizerBase,
+    enc: BatchEncoding,
+    texts: list[str],
+    is_fast: bool,
+    add_special_tokens: bool,
+    stride: int,
+    target: bool,
+) -> tuple[list[Any], list[int]]:
+    """Per row: character offsets of the tokens (None = unknown) and the number of tokens truncation removed."""
+    if is_fast:
+        # The Rust encodings keep what truncation cut off (always, requested or not): count its non-special
+        # tokens; with a stride each overflow window repeats `stride` tokens of the one before.
+        truncated = [
+            sum(o.special_tokens_mask.count(0) - stride for o in encoding.overflowing)
+            for encoding in enc.encodings
+        ]
+        return list(enc["offset_mapping"]), truncated
+    if target and hasattr(tokenizer, "_switch_to_target_mode"):
+        tokenizer._switch_to_target_mode()  # Marian: target SentencePiece model; M2M100: target language code
+    try:
+        rows = [
+            _slow_row_offsets(tokenizer, text, ids, mask, add_special_tokens)
+            for text, ids, mask in zip(texts, enc["input_ids"], enc["attention_mask"])
+        ]
+    finally:
+        if target and hasattr(tokenizer, "_switch_to_input_mode"):
+            tokenizer._switch_to_input_mode()
+    unk_id = tokenizer.unk_token_id
+    unaligned = [i for i, (offs, _) in enumerate(rows) if offs is None and unk_id in enc["input_ids"][i]]
+    if unaligned:
+        warnings.warn(
+            f"{type(tokenizer).__name__}: could not align the SentencePiece pieces of example(s) {unaligned[:5]} with "
+            "the tokenizer's ids (sp_model_kwargs with sampling, or a custom tokenize()); their unknown tokens get no "
+            "copy slot. The ids themselves are the tokenizer's own.",
+            stacklevel=3,
+        )
+    return [offs for offs, _ in rows], [n for _, n in rows]
+
+
+# --------------------------------------------------------------------------------------------------------- decode
 def _to_id_list(token_ids: Any) -> list[int]:
     if isinstance(token_ids, int):
         return [token_ids]
@@ -216,30 +493,61 @@ def _to_id_list(token_ids: Any) -> list[int]:
         if len(ids) == 1:
             ids = list(ids[0])
         else:
-            raise ValueError("decode_with_oovs takes one sequence; use batch_decode_with_oovs for a batch.")
+            raise ValueError(
+                f"decode_with_oovs takes one sequence, got {len(ids)}; use batch_decode_with_oovs(tokenizer, ids, "
+                "oov_words, vocab_size=...) for a batch."
+            )
     return [int(i) for i in ids]
+
+
+def _check_table(oov_words: Any) -> list[str]:
+    if oov_words is None:
+        return []
+    if isinstance(oov_words, str):
+        raise TypeError(
+            f"oov_words must be this example's list of OOV words (batch['oov_words'][i]), got the string {oov_words!r}."
+        )
+    table = list(oov_words)
+    for word in table:
+        if not isinstance(word, str):
+            what = type(word).__name__
+            if isinstance(word, (list, tuple)):
+                what = "a list of tables (the whole batch's oov_words)"
+            raise TypeError(
+                f"oov_words must be ONE example's table, a list of str (batch['oov_words'][i]); got {what}. Pass "
+                "batch['oov_words'][i] to decode_with_oovs, or decode the whole batch with "
+                "batch_decode_with_oovs(tokenizer, ids, batch['oov_words'], vocab_size=...)."
+            )
+    return table
 
 
 def _special_ids(tokenizer: PreTrainedTokenizerBase) -> set[int]:
     ids = {i for i, tok in tokenizer.added_tokens_decoder.items() if getattr(tok, "special", False)}
     ids.update(tokenizer.all_special_ids)
+    # M2M100's language codes are not registered as special tokens in Transformers 5, yet they are: the forced first
+    # token of every generated sequence.
+    lang_ids = getattr(tokenizer, "lang_token_to_id", None)
+    if isinstance(lang_ids, dict):
+        ids.update(lang_ids.values())
     return ids
 
 
-def _clean_up(tokenizer: PreTrainedTokenizerBase, text: str, clean_up_tokenization_spaces: bool | None) -> str:
-    """Apply the tokenizer's ``clean_up_tokenization`` exactly when its own ``decode`` would."""
+def _cleans_up(tokenizer: PreTrainedTokenizerBase, clean_up_tokenization_spaces: bool | None) -> bool:
+    """Whether the tokenizer's own ``decode`` applies ``clean_up_tokenization`` (fast BPE models never do)."""
     flag = (
         clean_up_tokenization_spaces
         if clean_up_tokenization_spaces is not None
         else getattr(tokenizer, "clean_up_tokenization_spaces", False)
     )
     if not flag:
-        return text
-    if type(tokenizer.backend_tokenizer.model).__name__ == "BPE" and not getattr(
-        tokenizer, "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output", False
+        return False
+    if (
+        getattr(tokenizer, "is_fast", False)
+        and type(tokenizer.backend_tokenizer.model).__name__ == "BPE"
+        and not getattr(tokenizer, "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output", False)
     ):
-        return text
-    return tokenizer.clean_up_tokenization(text)
+        return False
+    return True
 
 
 def decode_with_oovs(
@@ -257,68 +565,216 @@ def decode_with_oovs(
         token_ids: ``(L,)`` ids (list, tuple, 1-D tensor/array). ``-100`` is treated as padding and
             skipped; ids in ``[len(tokenizer), vocab_size)`` (model padding rows) are skipped; an id
             ``vocab_size + k`` becomes ``oov_words[k]``.
-        oov_words: this example's OOV table from :func:`encode_with_oovs` (``None`` = no OOVs).
+        oov_words: this example's OOV table from :func:`encode_with_oovs` (``batch["oov_words"][i]``;
+            ``None`` = no OOVs).
         vocab_size: the model's output width used at encode time.
         skip_special_tokens, clean_up_tokenization_spaces: as for ``tokenizer.decode``.
 
     Returns:
-        The text. Spacing around copied words comes from the tokenizer's own decoder: each copied word
-        is a placeholder token while the whole sequence is decoded, so word-level families separate it
-        with spaces and Metaspace/Unigram keep it glued unless a ``▁`` token precedes it.
+        The text. Every copied word comes out exactly as it stood in the source; the spacing around it
+        comes from the tokenizer's own decoder, which sees a placeholder token where the word was:
+
+        - SentencePiece-style (Unigram/BPE with Metaspace, Marian, M2M100): like any piece, the copy
+          is glued to what precedes it unless a ``▁`` token precedes it ("Stra" + "ß" + "e").
+        - word-level / WordPiece with a Metaspace pre-tokenizer (one unknown token swallows the ``▁``, so
+          one slot serves "open Zyxwvut" and "%(Zyxwvut)s"): the copy starts a new word at the start, after
+          a letter or digit, after ``. , ; : ! ?`` and closing brackets / quotes, and is glued after opening
+          brackets and quotes, ``_ - / % < >`` and line breaks (inside ``%(name)s``, ``{count}``,
+          ``<b>name</b>``); a copied ``. , ) ...`` is glued to what precedes it. On real messages this
+          gives the source's spacing back for 98% of the sentences with a copy.
+        - BERT-style WordPiece: a copy is a word (spaced) and gets the decoder's punctuation cleanup.
+        - BPE with an end-of-word suffix (``</w>``): a copied symbol or emoji ends its word; a copied
+          letter run ends its word when punctuation or the end follows.
+        - no decoder (e.g. a ``Whitespace`` pre-tokenizer alone): tokens and copies are joined with single
+          spaces, as ``tokenizer.decode`` joins tokens; give such a tokenizer a decoder (Metaspace) to get
+          the source's spacing back.
 
     Raises:
         ValueError: for an id ``>= vocab_size + len(oov_words)`` (no such OOV slot) or a negative id
             other than -100.
+        TypeError: when ``oov_words`` is not one example's table (e.g. the batch's list of tables).
     """
     _check_tokenizer(tokenizer)
     vocab_size = _check_vocab_size(tokenizer, vocab_size)
-    oov_words = [] if oov_words is None else list(oov_words)
-    n_real = len(tokenizer)
-
-    items: list[tuple[bool, int]] = []  # (is_copy, id or slot)
-    for pos, tok_id in enumerate(_to_id_list(token_ids)):
-        if tok_id == -100:
-            continue
-        if tok_id < 0:
-            raise ValueError(f"Invalid token id {tok_id} at position {pos} (only -100 is allowed as padding).")
-        if tok_id >= vocab_size:
-            slot = tok_id - vocab_size
-            if slot >= len(oov_words):
-                raise ValueError(
-                    f"Token id {tok_id} at position {pos} refers to OOV slot {slot} (vocab_size={vocab_size}), but "
-                    f"this example has only {len(oov_words)} OOV word(s): {oov_words!r}."
-                )
-            items.append((True, slot))
-        elif tok_id >= n_real:
-            continue  # padding rows of the model's output layer: no token
-        else:
-            items.append((False, tok_id))
-
-    if not any(is_copy for is_copy, _ in items):
-        return tokenizer.decode(
-            [i for _, i in items],
-            skip_special_tokens=skip_special_tokens,
-            clean_up_tokenization_spaces=clean_up_tokenization_spaces,
-        )
-    return _decode_spliced(tokenizer, items, oov_words, skip_special_tokens, clean_up_tokenization_spaces)
+    context = _DecodeContext(tokenizer, vocab_size, skip_special_tokens, clean_up_tokenization_spaces)
+    return context.decode(token_ids, _check_table(oov_words))
 
 
-def _decode_spliced(
+class _DecodeContext:
+    """What decoding needs from the tokenizer, looked up once per batch (Transformers' attribute access is slow)."""
+
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        vocab_size: int,
+        skip_special_tokens: bool,
+        clean_up_tokenization_spaces: bool | None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.vocab_size = vocab_size
+        self.skip_special_tokens = skip_special_tokens
+        self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
+        self.n_real = _tokenizer_width(tokenizer)
+        self.special = _special_ids(tokenizer) if skip_special_tokens else set()
+        self.is_fast = getattr(tokenizer, "is_fast", False)
+        self.clean_up = _cleans_up(tokenizer, clean_up_tokenization_spaces)
+        self._layout: dict[str, Any] | None = None
+
+    @property
+    def layout(self) -> dict[str, Any]:
+        if self._layout is None:
+            self._layout = _decoder_layout(self.tokenizer)
+        return self._layout
+
+    def decode(self, token_ids: Any, oov_words: list[str]) -> str:
+        vocab_size = self.vocab_size
+        items: list[tuple[bool, int]] = []  # (is_copy, id or slot)
+        for pos, tok_id in enumerate(_to_id_list(token_ids)):
+            if tok_id == -100:
+                continue
+            if tok_id < 0:
+                raise ValueError(f"Invalid token id {tok_id} at position {pos} (only -100 is allowed as padding).")
+            if tok_id >= vocab_size:
+                slot = tok_id - vocab_size
+                if slot >= len(oov_words):
+                    raise ValueError(
+                        f"Token id {tok_id} at position {pos} refers to OOV slot {slot} (vocab_size={vocab_size}), but "
+                        f"this example has only {len(oov_words)} OOV word(s): {oov_words!r}."
+                    )
+                items.append((True, slot))
+            elif tok_id >= self.n_real:
+                continue  # padding rows of the model's output layer: no token
+            elif tok_id not in self.special:
+                items.append((False, tok_id))
+
+        if not any(is_copy for is_copy, _ in items):
+            return self.tokenizer.decode(
+                [i for _, i in items],
+                skip_special_tokens=self.skip_special_tokens,
+                clean_up_tokenization_spaces=self.clean_up_tokenization_spaces,
+            )
+        if self.is_fast:
+            return _decode_fast(self.tokenizer, items, oov_words, self.clean_up, self.layout)
+        return _decode_slow(self.tokenizer, items, oov_words, self.clean_up)
+
+
+def _splice(parts: list[str], surfaces: list[str], clean_up: bool) -> str:
+    """``parts[0] + surfaces[0] + parts[1] + ...``; with ``clean_up``, a copied ``!``/``,``/``'s`` loses the space
+    before it as the tokenizer's cleanup takes it from an in-vocabulary one. Copied text is never changed."""
+    out = parts[0]
+    for surface, part in zip(surfaces, parts[1:]):
+        if clean_up and out.endswith(" ") and _clean_up_tokenization(" " + surface) == surface:
+            out = out[:-1]
+        out += surface + part
+    return out
+
+
+def _clean_up_tokenization(text: str) -> str:
+    # transformers' PreTrainedTokenizerBase.clean_up_tokenization (the same rules as the Rust WordPiece decoder's)
+    for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                          (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+        text = text.replace(before, after)
+    return text
+
+
+def _decoder_layout(tokenizer: PreTrainedTokenizerBase) -> dict[str, Any]:
+    """How the fast tokenizer's decoder marks word boundaries, read from its serialized decoder."""
+    backend = tokenizer.backend_tokenizer
+    decoder = backend.decoder
+    layout: dict[str, Any] = {
+        "marker": None, "suffix": None, "cleanup": False, "swallows_marker": False, "punctuation_apart": False
+    }
+    if decoder is None:
+        return layout
+    try:
+        state = json.loads(decoder.__getstate__())
+    except Exception:  # a custom Python decoder: treat copies as plain pieces
+        return layout
+    stack = [state]
+    while stack:
+        node = stack.pop()
+        kind = node.get("type")
+        if kind == "Sequence":
+            stack.extend(node.get("decoders", []))
+        elif kind == "Metaspace":
+            layout["marker"] = node.get("replacement", "▁")
+        elif kind == "Replace" and node.get("content") == " " and isinstance(node.get("pattern"), dict):
+            layout["marker"] = layout["marker"] or node["pattern"].get("String")
+        elif kind == "BPEDecoder":
+            layout["suffix"] = node.get("suffix") or None
+        elif kind in ("WordPiece", "CTC") and node.get("cleanup"):
+            layout["cleanup"] = True
+    model = backend.model
+    model_kind = type(model).__name__
+    # The marker is part of the unknown token when the model maps a whole pre-token to it (word-level, WordPiece)
+    # or has no piece for the bare marker; SentencePiece-style models keep "▁" as a piece of its own.
+    layout["swallows_marker"] = layout["marker"] is not None and (
+        model_kind in ("WordLevel", "WordPiece") or backend.token_to_id(layout["marker"]) is None
+    )
+    # A pre-tokenizer that isolates punctuation leaves the marker of " !" as a "▁" token of its own: a copied "!"
+    # then never needs one.
+    if layout["swallows_marker"] and backend.pre_tokenizer is not None:
+        pieces = [piece for piece, _ in backend.pre_tokenizer.pre_tokenize_str("a !")]
+        layout["punctuation_apart"] = bool(pieces) and pieces[-1] == "!"
+    # subword-nmt style BPE: the unknown token swallows the end-of-word suffix ("😀</w>") that the decoder turns
+    # into a space.
+    if model_kind != "BPE" or not getattr(model, "end_of_word_suffix", None):
+        layout["suffix"] = None
+    return layout
+
+
+def _is_punctuation(char: str) -> bool:
+    # what the Punctuation / BERT pre-tokenizers isolate: Unicode punctuation and any ASCII non-alphanumeric
+    return unicodedata.category(char)[0] == "P" or (char.isascii() and not char.isalnum() and not char.isspace())
+
+
+def _copy_starts_word(texts: list[str], i: int, marker: str, punctuation_apart: bool = False) -> bool:
+    """Whether the copy at ``texts[i]`` starts a new word, from the items before it (raw tokens or copied words)."""
+    first = texts[i][:1]
+    if first in _ATTACHES_LEFT or first.isspace() or (punctuation_apart and _is_punctuation(first)):
+        return False  # "Saving" + "…", "Zyxwvut" + ")", a copied line break, a "▁" token of its own before "<"
+    if i == 0 or not texts[i - 1]:
+        return True
+    last = texts[i - 1][-1]
+    if last == marker or last.isspace():
+        return False  # the space is already there ("▁" token, line break)
+    if last.isalnum() or unicodedata.category(last)[0] == "M":
+        return True
+    if last in _SYMMETRIC_QUOTES and len(texts[i - 1]) == 1:
+        # A quote right after a word or a placeholder closes a quotation ('"%(name)s" under'); after a space or
+        # "=" it opens one ('class="w-sr-only"'). An apostrophe after a letter is a contraction ("you've") unless the
+        # letter ends a placeholder ("'%(name)s' copied").
+        before = texts[i - 2] if i >= 2 else ""
+        if not before:
+            return False
+        if before[-1] in ")]}":
+            return True
+        after_placeholder = i >= 3 and texts[i - 3][-1:] == ")"
+        return before[-1].isalnum() and (last != "'" or after_placeholder)
+    return last in _SPACE_AFTER
+
+
+def _copy_ends_word(surface: str, following: str | None) -> bool:
+    if not surface[-1].isalnum() and unicodedata.category(surface[-1])[0] != "M":
+        return True  # symbols and emoji are pre-tokens of their own
+    return following is None or not following[:1].isalnum()
+
+
+def _decode_fast(
     tokenizer: PreTrainedTokenizerBase,
     items: list[tuple[bool, int]],
     oov_words: list[str],
-    skip_special_tokens: bool,
-    clean_up_tokenization_spaces: bool | None,
+    clean_up: bool,
+    layout: dict[str, Any],
 ) -> str:
     backend = tokenizer.backend_tokenizer
-    special = _special_ids(tokenizer) if skip_special_tokens else set()
     tokens: list[str | None] = []  # None marks a copied word
     surfaces: list[str] = []
     for is_copy, value in items:
         if is_copy:
             tokens.append(None)
             surfaces.append(oov_words[value])
-        elif value not in special:
+        else:
             tok = backend.id_to_token(value)
             if tok is not None:
                 tokens.append(tok)
@@ -326,15 +782,28 @@ def _decode_spliced(
     joined = "".join(t for t in tokens if t is not None) + "".join(surfaces)
     sentinel = next((s for s in _SENTINEL_CANDIDATES if s not in joined), None)
     if sentinel is not None:
-        filled = [sentinel if t is None else t for t in tokens]
+        # what each item reads as: the token's own string, or the copied word
+        copy_iter = iter(surfaces)
+        texts = [tok if tok is not None else next(copy_iter) for tok in tokens]
+        filled: list[str] = []
+        for i, tok in enumerate(tokens):
+            if tok is not None:
+                filled.append(tok)
+                continue
+            placeholder = sentinel
+            if layout["swallows_marker"]:
+                if _copy_starts_word(texts, i, layout["marker"], layout["punctuation_apart"]):
+                    placeholder = layout["marker"] + sentinel
+            elif layout["suffix"]:
+                if _copy_ends_word(texts[i], texts[i + 1] if i + 1 < len(texts) else None):
+                    placeholder = sentinel + layout["suffix"]
+            filled.append(placeholder)
         text = backend.decoder.decode(filled) if backend.decoder is not None else " ".join(filled)
-        text = _clean_up(tokenizer, text, clean_up_tokenization_spaces)
+        if clean_up:
+            text = _clean_up_tokenization(text)
         parts = text.split(sentinel)
         if len(parts) == len(surfaces) + 1:
-            pieces = [parts[0]]
-            for surface, part in zip(surfaces, parts[1:]):
-                pieces += [surface, part]
-            return "".join(pieces)
+            return _splice(parts, surfaces, clean_up or layout["cleanup"])
 
     # Fallback for decoders that do not pass placeholders through: decode the in-vocab runs
     # separately and join everything with single spaces.
@@ -344,7 +813,7 @@ def _decode_spliced(
     def flush() -> None:
         if run:
             text = backend.decoder.decode(run) if backend.decoder is not None else " ".join(run)
-            text = _clean_up(tokenizer, text, clean_up_tokenization_spaces).strip()
+            text = (_clean_up_tokenization(text) if clean_up else text).strip()
             if text:
                 chunks.append(text)
             run.clear()
@@ -358,6 +827,51 @@ def _decode_spliced(
             run.append(tok)
     flush()
     return " ".join(chunks)
+
+
+def _decode_slow(
+    tokenizer: PreTrainedTokenizerBase,
+    items: list[tuple[bool, int]],
+    oov_words: list[str],
+    clean_up: bool,
+) -> str:
+    """SentencePiece slow tokenizers: decode each run of in-vocabulary ids with the tokenizer itself (its decode
+    drops a leading or trailing "▁", so the run's own markers say where the spaces go) and splice the copies in."""
+    parts: list[str] = []
+    surfaces: list[str] = []
+    text = ""
+    run: list[int] = []
+    pending_space = False  # a run ended in a bare "▁": the next copy starts a word
+
+    def flush(last: bool) -> None:
+        nonlocal text, pending_space
+        if not run:
+            return
+        pieces = tokenizer.convert_ids_to_tokens(run)
+        decoded = tokenizer.decode(run, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if (text or surfaces) and pieces[0].startswith("▁") and decoded:
+            decoded = " " + decoded
+        text += decoded
+        pending_space = pieces[-1].endswith("▁") and not last
+        run.clear()
+
+    for is_copy, value in items:
+        if is_copy:
+            flush(last=False)
+            if pending_space:
+                text += " "
+            pending_space = False
+            parts.append(text)
+            surfaces.append(oov_words[value])
+            text = ""
+        else:
+            run.append(value)
+    flush(last=True)
+    parts.append(text)
+    if clean_up:
+        parts = [_clean_up_tokenization(p) for p in parts]
+    parts[0], parts[-1] = parts[0].lstrip(), parts[-1].rstrip()  # as the tokenizer's own decode strips
+    return _splice(parts, surfaces, clean_up)
 
 
 def batch_decode_with_oovs(
@@ -381,16 +895,29 @@ def batch_decode_with_oovs(
     if len(sequences) != len(tables):
         raise ValueError(
             f"Got {len(sequences)} sequences but {len(tables)} OOV tables; pass one table per example "
-            "(beam outputs with num_return_sequences > 1 need their table repeated)."
+            "(beam outputs with num_return_sequences > 1 need their table repeated; PointerGeneratorProcessor."
+            "batch_decode does that)."
         )
-    return [
-        decode_with_oovs(
-            tokenizer,
-            seq,
-            table,
-            vocab_size=vocab_size,
-            skip_special_tokens=skip_special_tokens,
-            clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+    _check_tokenizer(tokenizer)
+    vocab_size = _check_vocab_size(tokenizer, vocab_size)
+    context = _DecodeContext(tokenizer, vocab_size, skip_special_tokens, clean_up_tokenization_spaces)
+    return [context.decode(seq, _check_table(table)) for seq, table in zip(sequences, tables)]
+
+
+def _warn_if_copies_dropped(token_ids: Any, vocab_size: int, *, stacklevel: int = 2) -> int:
+    """Warn when ``token_ids`` hold copied (extended) ids ``>= vocab_size``, which ``tokenizer.decode`` /
+    ``tokenizer.batch_decode`` silently drop in Transformers 5. Returns how many there are (-100 is ignored).
+
+    Call it before a plain ``tokenizer.batch_decode(predictions)`` (e.g. in ``compute_metrics``)."""
+    ids = torch.as_tensor(token_ids.tolist() if hasattr(token_ids, "tolist") else token_ids)
+    n_copies = int((ids >= vocab_size).sum()) if ids.numel() else 0
+    if n_copies:
+        warnings.warn(
+            f"{n_copies} generated id(s) are copied source words (ids >= vocab_size={vocab_size}): "
+            "tokenizer.decode / tokenizer.batch_decode drop them without a word. Decode with "
+            "hf_pgen.batch_decode_with_oovs(tokenizer, ids, oov_words, vocab_size=...) or "
+            "PointerGeneratorProcessor.batch_decode(ids, batch) to keep them.",
+            UserWarning,
+            stacklevel=stacklevel,
         )
-        for seq, table in zip(sequences, tables)
-    ]
+    return n_copies

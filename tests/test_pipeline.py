@@ -1,13 +1,25 @@
+"""The translation / summarization / text2text-generation pipelines, as Transformers 4 users know them."""
+
 import json
 import logging
 
+import datasets
 import pytest
 import torch
-from conftest import run_without_hf_pgen, tiny_base, word_level_tokenizer, corpus_texts
+from conftest import corpus_texts, run_without_hf_pgen, tiny_base, word_level_tokenizer
+from transformers import AutoTokenizer, pipeline
+from transformers import pipelines as transformers_pipelines
+from transformers.pipelines.pt_utils import KeyDataset
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorText2TextPipeline
+from hf_pgen.pipeline_pointer_generator import _register_pipeline_tasks
 
 NAMES = ["Open Nakamura now", "Delete Zyxwvut and Qwerfdsa", "Close the file"]
+# 0, 3, 1, 2 and 1 OOV words: tables of different sizes share each batch
+MIXED = ["Close the file", "Delete Zyxwvut and Qwerfdsa from Blorptastic", "Open Nakamura now", "", "Save Xylophonia"]
+TASK_KEYS = {
+    "translation": "translation_text", "summarization": "summary_text", "text2text-generation": "generated_text",
+}
 
 
 @pytest.fixture(scope="module")
@@ -19,27 +31,98 @@ def saved_copier(trained_copier, tmp_path_factory):
     return folder
 
 
-def test_in_memory_pipeline_copies_each_inputs_own_words(trained_copier):
+@pytest.fixture(scope="module")
+def translator(trained_copier):
     model, tokenizer, _ = trained_copier
-    pipe = PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer, task="translation")
-    one_by_one = [pipe(text)["translation_text"] for text in NAMES]
-    batched = [out["translation_text"] for out in pipe(NAMES, batch_size=3, num_beams=3)]
-    assert "Nakamura" in batched[0] and "Zyxwvut" in batched[1] and "Qwerfdsa" in batched[1]
-    assert "Nakamura" not in batched[1] + batched[2] and "Zyxwvut" not in batched[0] + batched[2]
-    assert "<unk>" not in " ".join(batched)
-    assert one_by_one == [out["translation_text"] for out in pipe(NAMES, batch_size=2)]
-    several = pipe(NAMES[0], num_beams=3, num_return_sequences=2)
-    assert len(several) == 2 and all("translation_text" in item for item in several)
+    return pipeline("translation", model=model, tokenizer=tokenizer)
 
 
-def test_saved_folder_serves_all_three_tasks_without_hf_pgen(trained_copier, saved_copier):
+def _texts(outputs):
+    return [out["translation_text"] for out in outputs]
+
+
+# -- transformers.pipeline(...) with hf_pgen imported ---------------------------------------------------------------
+
+
+def test_transformers_pipeline_serves_the_removed_tasks(trained_copier):
+    """Regression: with hf_pgen imported, pipeline("translation", model=model) raised Transformers 5's KeyError."""
+    model, tokenizer, _ = trained_copier
+    for task, key in TASK_KEYS.items():
+        pipe = pipeline(task, model=model, tokenizer=tokenizer)
+        assert type(pipe) is PointerGeneratorText2TextPipeline and pipe.task == task
+        assert "Nakamura" in pipe(NAMES[0])[0][key]
+    pair = pipeline("translation_en_to_de", model=model, tokenizer=tokenizer)
+    assert type(pair) is PointerGeneratorText2TextPipeline and pair.task == "translation_en_to_de"
+    direct = PointerGeneratorText2TextPipeline(model, tokenizer)
+    assert _texts(pair(NAMES, num_beams=2)) == _texts(direct(NAMES, num_beams=2))
+
+
+def test_registration_is_narrow_and_idempotent():
+    """Only our three tasks (and translation_XX_to_YY) change; every other removed or unknown task keeps its error."""
+    registry = transformers_pipelines.PIPELINE_REGISTRY
+    check_task = registry.check_task
+    _register_pipeline_tasks()  # a second call (e.g. a reload) changes nothing
+    assert registry.check_task is check_task
+    assert not {"translation", "summarization", "text2text-generation"} & set(transformers_pipelines.REMOVED_TASKS)
+    assert "question-answering" in transformers_pipelines.REMOVED_TASKS
+    with pytest.raises(KeyError, match="has been removed"):
+        transformers_pipelines.check_task("question-answering")
+    task, impl, languages = transformers_pipelines.check_task("translation_en_to_de")
+    assert (task, impl["impl"], languages) == ("translation", PointerGeneratorText2TextPipeline, ("en", "de"))
+    for bad in ("translation_en", "translation_en_de_fr", "summarization_en_to_de"):
+        with pytest.raises(KeyError):
+            transformers_pipelines.check_task(bad)
+    assert set(PointerGeneratorText2TextPipeline._registered_impl) == set(TASK_KEYS)
+
+
+def test_saved_folder_runs_the_installed_pipeline_without_trust_remote_code(saved_copier, translator):
+    """Regression: with hf_pgen imported, a folder demanded trust_remote_code=True and then ran the folder's own copy
+    of the pipeline code (possibly older than the installed one)."""
+    expected = _texts(translator(NAMES, num_beams=2))
+    for kwargs in ({}, {"trust_remote_code": True}):
+        pipe = pipeline("translation", model=str(saved_copier), **kwargs)
+        assert type(pipe) is PointerGeneratorText2TextPipeline, type(pipe).__module__
+        assert _texts(pipe(NAMES, num_beams=2)) == expected
+
+
+def test_plain_base_translates_as_transformers_4_did(tmp_path):
+    """A plain Marian / BART / T5 goes through the same pipeline and gives v4's output: generate on the tokenizer's ids,
+    then tokenizer.decode(skip_special_tokens=True, clean_up_tokenization_spaces=False)."""
+    from testing_tokenizers import marian_tokenizer_folder
+
+    texts = ["Open the file now", "Delete the selected items?", "Save"]
+    marian_tokenizer = AutoTokenizer.from_pretrained(marian_tokenizer_folder(tmp_path / "marian"))
+    word_tokenizer = word_level_tokenizer(corpus_texts("train", limit=500), 120)
+    for family, tokenizer in (("marian", marian_tokenizer), ("bart", word_tokenizer), ("t5", word_tokenizer)):
+        base = tiny_base(family, vocab_size=len(tokenizer))
+        expected = []
+        for text in texts:  # v4 ran a list one input at a time (batch_size=1), unpadded
+            ids = base.generate(**tokenizer(text, return_tensors="pt"), pad_token_id=tokenizer.pad_token_id)
+            expected.append(tokenizer.decode(ids[0], skip_special_tokens=True, clean_up_tokenization_spaces=False))
+        pipe = pipeline("translation", model=base, tokenizer=tokenizer)
+        assert type(pipe) is PointerGeneratorText2TextPipeline
+        assert _texts(pipe(texts)) == expected, family
+        folder = tmp_path / family
+        base.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        assert _texts(pipeline("translation", model=str(folder))(texts)) == expected, family
+
+
+def test_saved_folder_serves_all_three_tasks_without_hf_pgen(trained_copier, saved_copier, tmp_path):
     model, tokenizer, _ = trained_copier
     config = json.loads((saved_copier / "config.json").read_text())
-    assert set(config["custom_pipelines"]) == {"translation", "summarization", "text2text-generation"}
-    assert {"pipeline_pointer_generator.py", "tokenization_pointer_generator.py", "modeling_pointer_generator.py"} <= {
-        p.name for p in saved_copier.iterdir()
-    }
-    expected = PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer)(NAMES, num_beams=2)
+    assert set(config["custom_pipelines"]) == set(TASK_KEYS)
+    code = {"pipeline_pointer_generator.py", "processing_pointer_generator.py", "tokenization_pointer_generator.py",
+            "modeling_pointer_generator.py"}
+    assert code <= {p.name for p in saved_copier.iterdir()}
+    expected = _texts(PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer)(NAMES, num_beams=2))
+    # Pipeline.save_pretrained of a plain base writes the three tasks and this pipeline's code into its folder too.
+    plain = pipeline("summarization", model=tiny_base("bart", vocab_size=len(tokenizer)), tokenizer=tokenizer)
+    plain.save_pretrained(tmp_path / "plain")
+    plain_expected = plain(NAMES)
+    bare = tiny_base("bart", vocab_size=len(tokenizer))  # a folder without custom_pipelines
+    bare.save_pretrained(tmp_path / "bare")
+    tokenizer.save_pretrained(tmp_path / "bare")
     stdout = run_without_hf_pgen(f"""
 import json, torch
 from transformers import pipeline, AutoModelForSeq2SeqLM
@@ -48,6 +131,12 @@ result = {{}}
 for task in ["translation", "summarization", "text2text-generation"]:
     pipe = pipeline(task, model=folder, trust_remote_code=True)
     result[task] = pipe({NAMES!r}, num_beams=2, batch_size=2)
+result["one"] = pipe({NAMES[0]!r}, num_beams=2)
+result["plain"] = pipeline("summarization", model={str(tmp_path / "plain")!r}, trust_remote_code=True)({NAMES!r})
+try:
+    pipeline("translation", model={str(tmp_path / "bare")!r})
+except KeyError as error:  # Transformers 5's own behaviour is untouched without hf_pgen
+    result["untouched"] = "has been removed" in str(error)
 model = AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=True)
 result["class"] = type(model).__name__
 ids = torch.tensor([[5, 6, 7, 2]])
@@ -56,9 +145,10 @@ print(json.dumps(result))
 """)
     result = json.loads(stdout.strip().splitlines()[-1])
     assert result["class"] == "PointerGeneratorForConditionalGeneration"
-    assert [r["translation_text"] for r in result["translation"]] == [r["translation_text"] for r in expected]
-    assert [r["summary_text"] for r in result["summarization"]] == [r["translation_text"] for r in expected]
-    assert [r["generated_text"] for r in result["text2text-generation"]] == [r["translation_text"] for r in expected]
+    for task, key in TASK_KEYS.items():
+        assert [r[key] for r in result[task]] == expected
+    assert result["one"] == [{"generated_text": expected[0]}]
+    assert result["plain"] == plain_expected and result["untouched"] is True
     assert "Nakamura" in result["translation"][0]["translation_text"]
     with torch.no_grad():
         ids = torch.tensor([[5, 6, 7, 2]])
@@ -66,37 +156,204 @@ print(json.dumps(result))
     assert result["logits_sum"] == pytest.approx(ours, abs=1e-5)
 
 
-def test_bad_inputs_keep_every_example_in_place(trained_copier, caplog):
-    model, tokenizer, _ = trained_copier
-    pipe = PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer)
+# -- inputs and outputs -----------------------------------------------------------------------------------------------
+
+
+def test_outputs_have_v4_shapes(translator):
+    """Regression: one string gave a bare dict; v4 gave a list of dicts (one per returned sequence)."""
+    one = translator(NAMES[0])
+    assert isinstance(one, list) and len(one) == 1 and set(one[0]) == {"translation_text"}
+    assert "Nakamura" in one[0]["translation_text"]
+    several = translator(NAMES[0], num_beams=3, num_return_sequences=2)
+    assert len(several) == 2 and all(set(item) == {"translation_text"} for item in several)
+    listed = translator(NAMES)
+    assert [type(item) for item in listed] == [dict] * 3 and listed[0] == one[0]
+    nested = translator(NAMES, num_beams=3, num_return_sequences=2, batch_size=2)
+    assert [len(item) for item in nested] == [2, 2, 2] and nested[0] == several
+
+
+def test_streams_lists_tuples_and_empty_inputs(translator):
+    """Regression: tuples, [], generators and KeyDataset were rejected or crashed."""
+    expected = _texts(translator(MIXED))
+    assert translator([]) == [] and translator(()) == []
+    assert _texts(translator(tuple(MIXED), batch_size=2)) == expected
+    streamed = translator((text for text in MIXED), batch_size=2)
+    assert [out[0]["translation_text"] for out in streamed] == expected  # v4: one list per streamed input
+    rows = datasets.Dataset.from_dict({"text": MIXED})
+    assert _texts(translator(rows["text"])) == expected  # a datasets Column is a list of texts
+    for batch_size in (1, 3):
+        outputs = list(translator(KeyDataset(rows, "text"), batch_size=batch_size))
+        assert [out[0]["translation_text"] for out in outputs] == expected
+
+
+def test_bad_inputs_name_their_index(translator):
     with pytest.raises(ValueError, match="Input 1 is NoneType"):
-        pipe(["fine", None])
+        translator(["fine", None])
+    with pytest.raises(ValueError, match="Input 1 is int"):
+        translator(("fine", 3))
     with pytest.raises(ValueError, match="not a string"):
-        pipe(42)
-    inputs = ["", "   ", "Open Nakamura now", "emoji 😀 and \x07 bell", "Mischung aus Schriften 日本語 Ελληνικά"]
-    outputs = pipe(inputs, batch_size=4)
-    assert len(outputs) == len(inputs)
-    assert outputs[0]["translation_text"] == "" and outputs[1]["translation_text"] == ""
-    assert "Nakamura" in outputs[2]["translation_text"]
-    assert all(isinstance(o["translation_text"], str) for o in outputs)
+        translator(42)
+    with pytest.raises(ValueError, match="Input 2 is bytes"):
+        list(translator((text for text in ["a", "b", b"c"]), batch_size=2))
+    with_gap = datasets.Dataset.from_dict({"text": ["fine", None, "also fine"]})
+    with pytest.raises(ValueError, match="Input 1 is NoneType"):
+        list(translator(KeyDataset(with_gap, "text"), batch_size=2))
+    with pytest.raises(ValueError, match="KeyDataset"):
+        translator(with_gap)  # rows are dicts: say how to pick the text column
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 4])
+def test_each_input_copies_its_own_words_in_any_batch(translator, batch_size):
+    one_by_one = [translator(text)[0]["translation_text"] for text in MIXED]
+    batched = _texts(translator(MIXED, batch_size=batch_size))
+    assert batched == one_by_one
+    assert "Zyxwvut" in batched[1] and "Qwerfdsa" in batched[1] and "Nakamura" in batched[2]
+    assert "Xylophonia" in batched[4] and batched[3] == ""
+    for i, text in enumerate(batched):  # never a word of another input's table
+        foreign = {w for j, src in enumerate(MIXED) if j != i for w in src.split()} - set(MIXED[i].split())
+        assert not foreign & {"Zyxwvut", "Qwerfdsa", "Blorptastic", "Nakamura", "Xylophonia"} & set(text.split())
+    assert "<unk>" not in " ".join(batched)
+
+
+def test_blank_and_unusual_inputs(translator):
+    inputs = ["", "   ", "Open Nakamura now", "emoji 😀 and \x07 bell", "Schriften 日本語 Ελληνικά"]
+    outputs = _texts(translator(inputs, batch_size=4))
+    assert len(outputs) == len(inputs) and outputs[:2] == ["", ""]
+    assert "Nakamura" in outputs[2] and all(isinstance(o, str) for o in outputs)
+
+
+def test_return_tensors_and_return_text(trained_copier, translator):
+    """Regression: return_tensors / return_text reached generate() and raised 'model_kwargs are not used'."""
+    model, tokenizer, _ = trained_copier
+    from hf_pgen import batch_decode_with_oovs, encode_with_oovs
+
+    ids_only = translator(NAMES[1], return_tensors=True)
+    assert set(ids_only[0]) == {"translation_token_ids"}  # v4: the ids instead of the text
+    both = translator(NAMES[1], return_tensors=True, return_text=True)[0]
+    ids = both["translation_token_ids"]
+    assert torch.equal(ids, ids_only[0]["translation_token_ids"]) and (ids >= model.config.vocab_size).any()
+    table = encode_with_oovs(tokenizer, [NAMES[1]], vocab_size=model.config.vocab_size)["oov_words"]
+    assert batch_decode_with_oovs(tokenizer, ids[None], table, vocab_size=model.config.vocab_size) == [
+        both["translation_text"]
+    ]
+    summarizer = pipeline("summarization", model=model, tokenizer=tokenizer)
+    assert set(summarizer(NAMES, return_tensors=True)[0]) == {"summary_token_ids"}
+    with pytest.raises(ValueError, match="return_text=False"):
+        translator(NAMES[0], return_text=False)
+
+
+# -- lengths ----------------------------------------------------------------------------------------------------------
+
+
+def test_max_length_limits_the_output_not_the_source(translator):
+    """Regression: max_length truncated the source (v4 and generate() limit the output)."""
+    long_text = " ".join(["Open the file now"] * 5)  # 21 tokens with </s>
+    source = translator.preprocess(long_text, **translator._sanitize_parameters(max_length=4)[0])
+    assert source["input_ids"].shape[1] == 21
+    ids = translator(long_text, max_length=4, return_tensors=True)[0]["translation_token_ids"]
+    assert len(ids) <= 4
+    assert len(translator(long_text, max_new_tokens=3, return_tensors=True)[0]["translation_token_ids"]) <= 4
+    at_init = pipeline("translation", model=translator.model, tokenizer=translator.tokenizer, max_length=4)
+    assert len(at_init(long_text, return_tensors=True)[0]["translation_token_ids"]) <= 4
+
+
+def test_long_sources_are_truncated_with_a_warning_naming_them(translator, caplog):
+    text = "word " * 200  # the copier's BART has 64 positions
     with caplog.at_level(logging.WARNING):
-        long_out = pipe("word " * 200)
-    assert isinstance(long_out["translation_text"], str)
-    assert "truncated" in caplog.text
+        assert isinstance(translator(text)[0]["translation_text"], str)
+    assert "'word word word" in caplog.text and "truncated to 64" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        quiet = translator.preprocess(text, truncation=True)
+    assert quiet["input_ids"].shape[1] == 64 and "truncated" not in caplog.text
+    assert translator.preprocess(text, truncation=False)["input_ids"].shape[1] == 201
 
 
-def test_task_prefix_and_language_codes():
+def test_saved_folder_without_a_generation_length_is_not_cut_at_20_tokens(tmp_path, trained_copier, recwarn):
+    """Regression: a folder saved without a generation length stopped every output at generate()'s default of 20."""
+    _, tokenizer, _ = trained_copier
+    base = tiny_base("bart", vocab_size=len(tokenizer))  # 128 positions
+    model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id)
+    model.generation_config.max_length = None  # what from_base of a Hub-less config, e.g. the quick start's, saves
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    pipe = pipeline("translation", model=str(tmp_path), trust_remote_code=True)
+    eos = tokenizer.eos_token_id  # a model that never ends runs to the decoder's last position
+    ids = pipe("Open the file now", suppress_tokens=[eos], return_tensors=True)[0]["translation_token_ids"]
+    assert len(ids) == 1 + 128  # decoder start + max_position_embeddings new tokens
+    assert not any("model-agnostic default" in str(w.message) for w in recwarn)
+    short = pipe("Open the file now", suppress_tokens=[eos], max_new_tokens=7, return_tensors=True)
+    assert len(short[0]["translation_token_ids"]) == 8
+    pipe.model.generation_config.max_length = 24  # a saved length wins over the pipeline's default
+    assert len(pipe("Open", suppress_tokens=[eos], return_tensors=True)[0]["translation_token_ids"]) == 24
+
+
+# -- task prefix and languages ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def t5_copier():
     tokenizer = word_level_tokenizer(corpus_texts("train", limit=200) + ["translate English to German:"], 120)
     base = tiny_base("t5", vocab_size=128)
-    base.config.task_specific_params = {"translation_en_to_de": {"prefix": "translate English to German: "}}
+    base.config.task_specific_params = {
+        "summarization": {"prefix": "summarize: ", "num_beams": 2},
+        "translation_en_to_de": {"prefix": "translate English to German: ", "num_beams": 3, "max_length": 9},
+        "translation_en_to_fr": {"prefix": "translate English to French: "},
+    }
     model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id).eval()
-    pipe = PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer, task="translation_en_to_de")
-    with_prefix = pipe.preprocess("Save", **pipe._sanitize_parameters()[0])
-    prefix_ids = tokenizer("translate English to German: Save")["input_ids"]
-    assert with_prefix["input_ids"][0].tolist() == prefix_ids
+    return model, tokenizer
+
+
+def test_task_prefix_as_in_v4(t5_copier):
+    """Regression: pipeline("translation_en_to_de", ...) was rejected and "translation" used no prefix for T5."""
+    model, tokenizer = t5_copier
+    with_prefix = tokenizer("translate English to German: Save")["input_ids"]
+    for task in ("translation_en_to_de", "translation"):  # v4: "translation" takes the first translation_* entry
+        pipe = pipeline(task, model=model, tokenizer=tokenizer)
+        assert pipe.task == "translation_en_to_de" and pipe.prefix == "translate English to German: "
+        assert pipe.preprocess("Save")["input_ids"][0].tolist() == with_prefix
+        # the entry's other fields are generation defaults, below the call's own
+        assert pipe._generate_kwargs == {"num_beams": 3, "max_length": 9}
+        assert len(pipe("Save the file", return_tensors=True)[0]["translation_token_ids"]) <= 9
+        assert len(pipe("Save", max_length=4, return_tensors=True)[0]["translation_token_ids"]) <= 4
+    french = pipeline("translation_en_to_fr", model=model, tokenizer=tokenizer)
+    assert french.prefix == "translate English to French: " and french._generate_kwargs == {}
+    summarizer = pipeline("summarization", model=model, tokenizer=tokenizer, num_beams=1)
+    assert summarizer.prefix == "summarize: " and summarizer._generate_kwargs == {"num_beams": 1}
     explicit = pipe.preprocess("Save", **pipe._sanitize_parameters(prefix="")[0])
     assert explicit["input_ids"][0].tolist() == tokenizer("Save")["input_ids"]
+    plain = pipeline("text2text-generation", model=model, tokenizer=tokenizer)
+    assert plain.prefix == "" and plain.preprocess("Save")["input_ids"][0].tolist() == tokenizer("Save")["input_ids"]
+
+
+def test_language_codes(t5_copier):
+    model, tokenizer = t5_copier
+    pipe = PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer, task="translation")
     _, generate_kwargs, _ = pipe._sanitize_parameters(tgt_lang="Save")
     assert generate_kwargs["forced_bos_token_id"] == tokenizer.convert_tokens_to_ids("Save")
     with pytest.raises(ValueError, match="tgt_lang"):
         pipe._sanitize_parameters(tgt_lang="xx_NOT_A_TOKEN")
+    # "translation_en_to_de" names languages only for multilingual tokenizers (v4): not for this one
+    pair = pipeline("translation_en_to_de", model=model, tokenizer=tokenizer)
+    assert "forced_bos_token_id" not in pair._forward_params
+
+
+def test_m2m100_languages_from_arguments_and_task_name(tmp_path):
+    from testing_tokenizers import m2m100_tokenizer_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(m2m100_tokenizer_folder(tmp_path))
+    base = tiny_base("m2m_100", vocab_size=1 + max(tokenizer.lang_token_to_id.values()))  # room for the codes
+    texts = ["Open the file", "Delete it"]
+    tokenizer.src_lang = "en"
+    expected = []
+    for text in texts:  # v4: tokenizer._build_translation_inputs, then generate with the forced target language
+        ids = base.generate(**tokenizer(text, return_tensors="pt"), forced_bos_token_id=tokenizer.get_lang_id("de"))
+        expected.append(tokenizer.decode(ids[0], skip_special_tokens=True, clean_up_tokenization_spaces=False))
+    tokenizer.src_lang = "fr"
+    by_name = pipeline("translation_en_to_de", model=base, tokenizer=tokenizer)
+    assert _texts(by_name(texts)) == expected and tokenizer.src_lang == "en"
+    tokenizer.src_lang = "fr"
+    by_argument = pipeline("translation", model=base, tokenizer=tokenizer)
+    assert _texts(by_argument(texts, src_lang="en", tgt_lang="de")) == expected
+    encoded = by_argument.preprocess("Open", src_lang="en")["input_ids"][0].tolist()
+    assert encoded[0] == tokenizer.get_lang_id("en")

@@ -1,7 +1,10 @@
 """Tests for hf_pgen.tokenization_pointer_generator (extended-vocabulary encode / decode).
 
-Four real tokenizer families are trained once per module on real text nobody on the team wrote
-(see `_real_text`), with small vocabularies so that unknown words exist.
+Real tokenizer families (word-level, WordPiece, Unigram, byte-level BPE, and the variants the reviews found
+wanting: Metaspace word-level as in the main job, SentencePiece-style BPE, subword-nmt BPE with an end-of-word
+suffix) are trained once per module on real text nobody on the team wrote (see `_real_text`), with small
+vocabularies so that unknown words exist. The slow SentencePiece tokenizers of Marian and M2M100 are stand-ins built
+by tests/testing_tokenizers.py.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import gzip
 import importlib
 import inspect
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
 from hf_pgen.tokenization_pointer_generator import (
@@ -40,8 +44,8 @@ _DOC_MODULES = (
 ).split()
 
 
-@functools.lru_cache(maxsize=1)
-def _real_text() -> tuple[str, ...]:
+@functools.lru_cache(maxsize=None)
+def _real_text(langs: str = "en de") -> tuple[str, ...]:
     """Real sentences for training: the project's en/de message corpus when present, else the
     English docstrings of the Python standard library."""
     corpus = REPO / "training" / "data" / "en_de_messages"
@@ -53,7 +57,7 @@ def _real_text() -> tuple[str, ...]:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             for line in fh:
                 pair = json.loads(line).get("translation", {})
-                for key in ("en", "de"):
+                for key in langs.split():
                     text = " ".join(str(pair.get(key) or "").split())
                     if text:
                         lines.append(text)
@@ -90,8 +94,8 @@ def _wrap(tok: Tokenizer) -> PreTrainedTokenizerFast:
 
 
 @functools.lru_cache(maxsize=None)
-def _build(family: str) -> PreTrainedTokenizerFast:
-    lines = _real_text()
+def _build(family: str, langs: str = "en de") -> PreTrainedTokenizerFast:
+    lines = _real_text(langs)
     if family == "wordlevel":
         tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
         tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -108,6 +112,44 @@ def _build(family: str) -> PreTrainedTokenizerFast:
         tok.pre_tokenizer = pre_tokenizers.Metaspace()
         tok.decoder = decoders.Metaspace()
         trainer = trainers.UnigramTrainer(vocab_size=800, special_tokens=SPECIALS, unk_token="<unk>")
+    elif family in ("metaspace_wordlevel", "metaspace_wordpiece"):
+        # the recipe of training/tokenizer.py's train_shared_tokenizer (the main job's tokenizer): "▁" for
+        # every space, line breaks and punctuation as tokens of their own, NFC; an unknown word swallows its "▁"
+        word_split = pre_tokenizers.Sequence([
+            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+            pre_tokenizers.Split(Regex(r"[\n\r\t]"), behavior="isolated"),
+            pre_tokenizers.Punctuation(behavior="isolated"),
+        ])
+        if family == "metaspace_wordlevel":
+            tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+            tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+            trainer = trainers.WordLevelTrainer(vocab_size=600, special_tokens=SPECIALS)
+        else:
+            tok = Tokenizer(models.WordPiece(unk_token="<unk>", continuing_subword_prefix="##"))
+            tok.decoder = decoders.Sequence([decoders.Replace("##", ""), decoders.Metaspace(prepend_scheme="always")])
+            trainer = trainers.WordPieceTrainer(vocab_size=600, special_tokens=SPECIALS, limit_alphabet=70)
+        tok.normalizer = normalizers.NFC()
+        tok.pre_tokenizer = word_split
+    elif family == "spm_bpe":  # SentencePiece-BPE style (Marian/mBART-like): NFKC, Metaspace, fused unknowns
+        tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True))
+        tok.normalizer = normalizers.NFKC()
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        tok.decoder = decoders.Metaspace()
+        trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=SPECIALS, limit_alphabet=60)
+    elif family == "bpe_suffix":  # subword-nmt style: end-of-word suffix, unknown characters
+        tok = Tokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"))
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+        tok.decoder = decoders.BPEDecoder(suffix="</w>")
+        trainer = trainers.BpeTrainer(
+            vocab_size=800, special_tokens=SPECIALS, limit_alphabet=60, end_of_word_suffix="</w>"
+        )
+    elif family == "bert_wordpiece_no_bang":  # BERT-like, trained on text without "!": a copied "!" needs cleanup
+        tok = Tokenizer(models.WordPiece(unk_token="<unk>"))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok.decoder = decoders.WordPiece(prefix="##")
+        trainer = trainers.WordPieceTrainer(vocab_size=1000, special_tokens=SPECIALS, limit_alphabet=80)
+        lines = tuple(line.replace("!", ".") for line in lines)
     elif family == "bytelevel_bpe":
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -367,3 +409,370 @@ def test_module_imports_only_stdlib_torch_transformers():
     import sys
 
     assert roots - set(sys.stdlib_module_names) <= {"torch", "transformers"}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Word-level tokenizers with a Metaspace pre-tokenizer (the main job's kind): the unknown token swallows the "▁"
+# --------------------------------------------------------------------------------------------------------------------
+METASPACE_WORD_FAMILIES = ("metaspace_wordlevel", "metaspace_wordpiece")
+
+
+def _in_vocab(tok, text: str) -> bool:
+    return tok.unk_token_id not in tok(text)["input_ids"]
+
+
+# A word out of each vocabulary, and a second one marking where a copy goes in COPY_CONTEXTS (WordPiece spells
+# any word of known letters: its unknown words hold an unknown character).
+OOV_PAIRS = {"metaspace_wordlevel": ("Zyxwvut", "Qqqq"), "metaspace_wordpiece": ("Ωmega", "Ꙭqqq")}
+
+
+@pytest.mark.parametrize("family", METASPACE_WORD_FAMILIES)
+def test_metaspace_oov_surface_has_no_marker_and_one_slot(family):
+    tok = _build(family)
+    word, _ = OOV_PAIRS[family]
+    V = len(tok) + 3
+    assert _in_vocab(tok, "the file is and to")
+    # at the start (no space before it) and mid-sentence (its token holds the space): one word, one slot
+    enc = encode_with_oovs(tok, f"{word} is the file and {word}", vocab_size=V)
+    assert enc["oov_words"] == [word]
+    assert [i for i, t in enumerate(enc["extended_input_ids"]) if t >= V] == [
+        i for i, t in enumerate(enc["input_ids"]) if t == tok.unk_token_id
+    ]
+    assert set(t for t in enc["extended_input_ids"] if t >= V) == {V}
+    # mid-sentence in the source, at the start of the target (and the other way round): the target gets the copy
+    pairs = ((f"the file is {word}", f"{word} is the file"), (f"{word} is the file", f"the file is {word}"))
+    for source, target in pairs:
+        enc = encode_with_oovs(tok, source, target, vocab_size=V)
+        assert enc["oov_words"] == [word]
+        assert tok.unk_token_id not in enc["labels"]
+        assert enc["labels"].count(V) == 1
+        assert decode_with_oovs(tok, enc["labels"], enc["oov_words"], vocab_size=V) == target
+
+
+# Outputs that place a copied word somewhere else than the source did; "Qqqq" marks where the copy goes.
+COPY_CONTEXTS = (
+    "the Qqqq file",
+    "Qqqq is the file",
+    "the file, Qqqq.",
+    "Delete %(Qqqq)s to the file",
+    "the {Qqqq} file",
+    "<b>Qqqq</b> is the file",
+    "the file (Qqqq)",
+    "Qqqq's file",
+    "the file\nQqqq",
+    'the "Qqqq" file',
+)
+
+
+@pytest.mark.parametrize("family", METASPACE_WORD_FAMILIES)
+@pytest.mark.parametrize("source", ["W is the file", "the file is W", "Delete %(W)s"])
+def test_metaspace_copy_spacing_follows_the_output_context(family, source):
+    """A copied word is not glued to the word before it ('theZyxwvut file' before), and not spaced inside a
+    placeholder ('%( Zyxwvut)s'), whatever position it had in the source."""
+    tok = _build(family)
+    word, marker = OOV_PAIRS[family]
+    V = len(tok)
+    table = encode_with_oovs(tok, source.replace("W", word), vocab_size=V)["oov_words"]
+    assert table == [word]
+    for context in COPY_CONTEXTS:
+        context = context.replace("Qqqq", marker)
+        out = encode_with_oovs(tok, context, vocab_size=V)
+        assert marker in out["oov_words"], context
+        # the output copies `word` where the marker was (other unknown pieces of the context are copies too)
+        copies = [word if w == marker else w for w in out["oov_words"]]
+        decoded = decode_with_oovs(tok, out["extended_input_ids"], copies, vocab_size=V)
+        assert decoded == context.replace(marker, word)
+
+
+def test_metaspace_corpus_copies_at_other_positions():
+    """Real messages, target = the source's words in reverse order (every OOV word moves): each target OOV word gets
+    its source slot, and the decoded labels give the target back (the old code: 2,180 <unk> labels, 453/2,005 exact)."""
+    tok = _build("metaspace_wordlevel")
+    V = len(tok)
+    sources = [" ".join(t.split()) for t in _validation_text()]
+    targets = [" ".join(reversed(s.split())) for s in sources]
+    enc = encode_with_oovs(tok, sources, targets, vocab_size=V)
+    with_oov = [i for i, table in enumerate(enc["oov_words"]) if table]
+    assert len(with_oov) > 1000
+    assert sum(row.count(tok.unk_token_id) for row in enc["labels"]) == 0
+    assert all(len(set(table)) == len(table) and all(w == w.strip() for w in table) for table in enc["oov_words"])
+    decoded = batch_decode_with_oovs(
+        tok, [enc["labels"][i] for i in with_oov], [enc["oov_words"][i] for i in with_oov], vocab_size=V
+    )
+    exact = sum(d == targets[i] for d, i in zip(decoded, with_oov))
+    assert exact / len(with_oov) >= 0.97  # measured 1,963 / 2,005; misses are e.g. "</b> pages" -> "</b>pages"
+    assert all(_squash(d) == _squash(targets[i]) for d, i in zip(decoded, with_oov))
+
+
+@functools.lru_cache(maxsize=1)
+def _validation_text() -> tuple[str, ...]:
+    with gzip.open(REPO / "training" / "data" / "en_de_messages" / "validation.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return tuple(dict.fromkeys(json.loads(line)["translation"]["en"] for line in fh))
+
+
+def test_project_tokenizer_copy_round_trip():
+    """The main job's own tokenizer (training/tokenizer.py: train_shared_tokenizer, word-level)."""
+    from training.tokenizer import train_shared_tokenizer
+
+    tok = train_shared_tokenizer(list(_real_text()[:3000]), "wordlevel", 600)
+    V = len(tok)
+    enc = encode_with_oovs(tok, "Open Zyxwvut now", "Zyxwvut opens", vocab_size=V)
+    assert "Zyxwvut" in enc["oov_words"] and " Zyxwvut" not in enc["oov_words"]
+    assert enc["labels"][0] == V + enc["oov_words"].index("Zyxwvut")
+    the, file = tok.convert_tokens_to_ids(["▁the", "▁file"])
+    assert tok.unk_token_id not in (the, file)
+    table = encode_with_oovs(tok, "Zyxwvut is the file", vocab_size=V)["oov_words"]
+    assert decode_with_oovs(tok, [the, V, file, tok.eos_token_id], table, vocab_size=V) == "the Zyxwvut file"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Decomposed (NFD) input under NFC / NFKC normalizers
+# --------------------------------------------------------------------------------------------------------------------
+NFD_WORDS = ("Zürich", "한국어", "Ελληνικά")
+
+
+@pytest.mark.parametrize("family", ("metaspace_wordlevel", "metaspace_wordpiece", "unigram", "spm_bpe"))
+@pytest.mark.parametrize("word", NFD_WORDS)
+def test_nfd_copy_is_the_source_text(family, word):
+    """The normalizer composes "u" + U+0308 into one "ü" whose offsets end before the mark: the copied word must
+    still be the source's exact text (before: 'Zurich', '한국ᄋ', 'Ελληνικα')."""
+    tok = _build(family, "en")  # trained on English: no umlauts
+    V = len(tok)
+    nfd = unicodedata.normalize("NFD", word)
+    assert nfd != word
+    source = f"the {nfd} file"
+    enc = encode_with_oovs(tok, [source], [source], vocab_size=V)
+    table = enc["oov_words"][0]
+    assert table, "the word must be out of vocabulary"
+    for surface in table:
+        at = source.index(surface)
+        assert source[at + len(surface) : at + len(surface) + 1] in ("", " ") or not unicodedata.combining(
+            source[at + len(surface)]
+        ), f"{surface!r} was cut before a combining mark"
+    decoded = decode_with_oovs(tok, enc["extended_input_ids"][0], table, vocab_size=V)
+    _assert_copied_back(decoded, source, table)
+    assert decode_with_oovs(tok, enc["labels"][0], table, vocab_size=V) == decoded
+
+
+def _assert_copied_back(decoded: str, source: str, table: list[str]) -> None:
+    """Copies come back byte for byte; in-vocabulary pieces may come back normalized (NFKC)."""
+    assert unicodedata.normalize("NFKC", decoded) == unicodedata.normalize("NFKC", source)
+    assert all(w in decoded for w in table)
+    if all(ch.isascii() or any(ch in w for w in table) for ch in source):
+        assert decoded == source  # every non-ASCII character was copied
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# BPE with an end-of-word suffix; WordPiece punctuation cleanup; a batched table by mistake
+# --------------------------------------------------------------------------------------------------------------------
+def test_bpe_end_of_word_suffix_keeps_the_space_after_a_copy():
+    tok = _build("bpe_suffix")
+    V = len(tok)
+    for text in ("Emoji 😀 and more", "the 😀 file", "😀 is the file"):
+        enc = encode_with_oovs(tok, text, vocab_size=V)
+        assert "😀" in enc["oov_words"]
+        assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text  # was '😀and'
+
+
+def test_wordpiece_copied_punctuation_gets_the_decoders_cleanup():
+    tok = _build("bert_wordpiece_no_bang")
+    V = len(tok)
+    assert tok.convert_tokens_to_ids("!") == tok.unk_token_id and _in_vocab(tok, "Open the file.")
+    # in-vocabulary punctuation: the WordPiece decoder removes the space before it
+    assert tok.decode(tok("Open the file.")["input_ids"], skip_special_tokens=True) == "Open the file."
+    enc = encode_with_oovs(tok, "Open the file!", vocab_size=V)
+    assert enc["oov_words"] == ["!"]
+    assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == "Open the file!"
+    # a copied word keeps its own text: cleanup only ever removes the space before a copy
+    enc = encode_with_oovs(tok, "Zyxwvut! Is it Zyxwvut", vocab_size=V)
+    assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == "Zyxwvut! Is it Zyxwvut"
+
+
+def test_batched_table_gives_a_clear_error(toks):
+    tok = toks["wordlevel"]
+    V = len(tok)
+    enc = encode_with_oovs(tok, ["Zyxwvut is the file"], vocab_size=V, return_tensors="pt")
+    with pytest.raises(TypeError, match=r"batch\['oov_words'\]\[i\].*batch_decode_with_oovs"):
+        decode_with_oovs(tok, enc["extended_input_ids"][0], enc["oov_words"], vocab_size=V)
+    decoded = decode_with_oovs(tok, enc["extended_input_ids"][0], enc["oov_words"][0], vocab_size=V)
+    assert decoded == "Zyxwvut is the file"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# num_truncated_tokens (fast tokenizers: read from the Rust encodings' overflow, no second tokenization)
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("stride", [0, 2])
+def test_num_truncated_tokens_fast(toks, monkeypatch, side, stride):
+    tok = toks["unigram"]
+    texts = list(_real_text()[:40])
+    full = [len(ids) for ids in tok(texts)["input_ids"]]
+    calls = []
+    original = tok._encode_plus
+    monkeypatch.setattr(tok, "_encode_plus", lambda *a, **k: calls.append(1) or original(*a, **k))
+    monkeypatch.setattr(tok, "truncation_side", side)
+    enc = encode_with_oovs(
+        tok, texts, vocab_size=len(tok), max_length=12, stride=stride, return_num_truncated_tokens=True
+    )
+    assert len(calls) == 1  # one tokenization of the sources
+    assert enc["num_truncated_tokens"] == [max(0, n - 12) for n in full]
+    assert any(enc["num_truncated_tokens"]) and 0 in enc["num_truncated_tokens"]
+    assert enc["input_ids"] == tok(texts, max_length=12, truncation=True)["input_ids"]
+    single = encode_with_oovs(tok, texts[0], vocab_size=len(tok), max_length=5, return_num_truncated_tokens=True)
+    assert single["num_truncated_tokens"] == max(0, full[0] - 5)
+    assert "num_truncated_tokens" not in encode_with_oovs(tok, texts[:2], vocab_size=len(tok), max_length=5)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Slow SentencePiece tokenizers: MarianTokenizer, M2M100Tokenizer (Transformers 5 has no fast version of either)
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def slow_toks(tmp_path_factory):
+    pytest.importorskip("sentencepiece")
+    import warnings
+
+    from testing_tokenizers import m2m100_tokenizer_folder, marian_tokenizer_folder
+    from transformers import AutoTokenizer, M2M100Tokenizer, MarianTokenizer
+
+    root = tmp_path_factory.mktemp("slow_tokenizers")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses."
+        marian = MarianTokenizer.from_pretrained(marian_tokenizer_folder(root / "marian"))
+        m2m100 = M2M100Tokenizer.from_pretrained(m2m100_tokenizer_folder(root / "m2m100"))
+        auto = [AutoTokenizer.from_pretrained(root / name) for name in ("marian", "m2m100")]
+    assert [type(t) for t in auto] == [MarianTokenizer, M2M100Tokenizer]
+    return {"marian": marian, "m2m100": m2m100}
+
+
+def _width(tok) -> int:
+    ids = getattr(tok, "lang_token_to_id", None) or {}
+    return max([len(tok)] + [i + 1 for i in ids.values()]) + 8  # M2M100: language codes + made-up words
+
+
+SLOW = ("marian", "m2m100")
+
+
+@pytest.mark.parametrize("name", SLOW)
+def test_slow_ids_identical_to_the_tokenizer(slow_toks, name):
+    tok = slow_toks[name]
+    V = _width(tok)
+    sources = [" ".join(t.split()) for t in _validation_text()[:400]]
+    with gzip.open(REPO / "training" / "data" / "en_de_messages" / "validation.jsonl.gz", "rt", encoding="utf-8") as fh:
+        targets = [" ".join(json.loads(line)["translation"]["de"].split()) for line in fh][: len(sources)]
+    for kwargs in ({}, {"max_length": 10, "padding": True}, {"max_length": 7, "padding": "max_length"}):
+        enc = encode_with_oovs(tok, sources, targets, vocab_size=V, return_num_truncated_tokens=True, **kwargs)
+        ref = tok(sources, text_target=targets, truncation=True, **kwargs)
+        assert enc["input_ids"] == ref["input_ids"] and enc["attention_mask"] == ref["attention_mask"]
+        assert [[t if t < V else tok.unk_token_id for t in row] for row in enc["labels"]] == [
+            [t if m else -100 for t, m in zip(row, mask)] for row, mask in zip(ref["labels"], tok(
+                text_target=targets, truncation=True, **kwargs)["attention_mask"])
+        ]
+        # every unknown source token got a slot, with a non-empty surface taken from the source
+        n_unk = sum(row.count(tok.unk_token_id) for row in ref["input_ids"])
+        assert n_unk > 50 and sum(t >= V for row in enc["extended_input_ids"] for t in row) == n_unk
+        assert all(w and w in src for table, src in zip(enc["oov_words"], sources) for w in table)
+        full = [len(ids) for ids in tok(sources)["input_ids"]]
+        limit = kwargs.get("max_length")
+        assert enc["num_truncated_tokens"] == [max(0, n - limit) if limit else 0 for n in full]
+
+
+SLOW_ROUND_TRIPS = (
+    "Delete {count} files now",
+    "Öffne Zürich 😀 and the file",
+    unicodedata.normalize("NFD", "the Zürich 한국어 Ελληνικά file"),
+    "Delete %(name)s 🗑️ from the {count} files",
+)
+
+
+@pytest.mark.parametrize("name", SLOW)
+def test_slow_copy_round_trip(slow_toks, name):
+    tok = slow_toks[name]
+    V = _width(tok)
+    enc = encode_with_oovs(tok, list(SLOW_ROUND_TRIPS), list(SLOW_ROUND_TRIPS), vocab_size=V)
+    assert "{" in enc["oov_words"][0] and "😀" in enc["oov_words"][1] and "🗑️" in enc["oov_words"][3]
+    for text, ext, table in zip(SLOW_ROUND_TRIPS, enc["extended_input_ids"], enc["oov_words"]):
+        _assert_copied_back(decode_with_oovs(tok, ext, table, vocab_size=V), text, table)
+        plain = tok.decode([t for t in ext if t < V], skip_special_tokens=True)
+        assert unicodedata.normalize("NFC", plain) != unicodedata.normalize("NFC", text)  # the tokenizer loses them
+    # copies placed elsewhere: the pieces' own "▁" decide the spacing
+    table = enc["oov_words"][1]
+    ids = tok("the file", add_special_tokens=False)["input_ids"]
+    space = tok.convert_tokens_to_ids("▁")
+    smile = V + table.index("😀")
+    assert decode_with_oovs(tok, [smile, *ids], table, vocab_size=V) == "😀 the file"
+    assert decode_with_oovs(tok, [*ids, space, smile], table, vocab_size=V) == "the file 😀"
+    assert decode_with_oovs(tok, [*ids, smile], table, vocab_size=V) == "the file😀"
+
+
+def test_marian_target_side_uses_the_target_model(slow_toks):
+    tok = slow_toks["marian"]
+    V = _width(tok)
+    source, target = "Delete 😀 {count} now", "{count} 😀 löschen"
+    enc = encode_with_oovs(tok, source, target, vocab_size=V)
+    assert [t if t < V else tok.unk_token_id for t in enc["labels"]] == tok(text_target=target)["input_ids"]
+    assert tok(text_target=target)["input_ids"] != tok(target)["input_ids"]  # another SentencePiece model
+    slots = {w: V + k for k, w in enumerate(enc["oov_words"])}
+    assert {"😀", "{", "}"} <= set(slots) and {slots["😀"], slots["{"], slots["}"]} <= set(enc["labels"])
+    assert decode_with_oovs(tok, enc["labels"], enc["oov_words"], vocab_size=V) == target
+    # Marian's ">>de<<" language-code prefix is one token of its own (unknown here: this vocabulary has no codes)
+    coded = encode_with_oovs(tok, ">>de<< Delete 😀", vocab_size=V)
+    assert coded["input_ids"] == tok(">>de<< Delete 😀")["input_ids"] and coded["oov_words"] == [">>de<<", "😀"]
+
+
+def test_m2m100_language_codes(slow_toks):
+    tok = slow_toks["m2m100"]
+    V = _width(tok)
+    assert V > len(tok) and tok.get_lang_id("de") >= len(tok)  # language codes lie beyond len(tokenizer)
+    with pytest.raises(ValueError, match="language codes"):
+        encode_with_oovs(tok, "x", vocab_size=len(tok))
+    enc = encode_with_oovs(tok, "Delete 😀 now", "😀 now", vocab_size=V)
+    assert enc["input_ids"][0] == tok.get_lang_id("en") and enc["labels"][0] == tok.get_lang_id("de")
+    assert enc["oov_words"] == ["😀"] and V in enc["labels"]
+    assert decode_with_oovs(tok, enc["labels"], enc["oov_words"], vocab_size=V) == "😀 now"  # no "__de__"
+    old = tok.src_lang
+    try:
+        tok.src_lang = "fr"
+        enc = encode_with_oovs(tok, "Delete 😀 now", vocab_size=V)
+        assert enc["input_ids"] == tok("Delete 😀 now")["input_ids"] and enc["input_ids"][0] == tok.get_lang_id("fr")
+        assert enc["oov_words"] == ["😀"]
+    finally:
+        tok.src_lang = old
+
+
+def test_sentencepiece_without_offset_mapping():
+    """sentencepiece 0.1.99 - 0.2.0 has no out_type='offset_mapping', only 'immutable_proto' (unicode spans)."""
+    from types import SimpleNamespace
+
+    from hf_pgen.tokenization_pointer_generator import _sentencepiece_pieces
+
+    class OldProcessor:
+        def encode(self, text, out_type=int):
+            if out_type != "immutable_proto":
+                raise RuntimeError(f"unknown out_type={out_type}")
+            pieces = [SimpleNamespace(piece="▁a", begin=0, end=1), SimpleNamespace(piece="😀", begin=2, end=3)]
+            return SimpleNamespace(pieces=pieces)
+
+    assert _sentencepiece_pieces(OldProcessor(), "a 😀") == [("▁a", 0, 1), ("😀", 2, 3)]
+
+
+def test_unsupported_slow_tokenizer_error():
+    from transformers import PreTrainedTokenizer
+
+    class Plain(PreTrainedTokenizer):
+        pass
+
+    with pytest.raises(TypeError, match="fast .*SentencePiece"):
+        encode_with_oovs(object.__new__(Plain), "x", vocab_size=10)
+
+
+def test_no_decoder_tokenizer_keeps_copied_words_whole(toks):
+    """A Whitespace pre-tokenizer without a decoder (the old quick start's): tokens and copies are joined with single
+    spaces, as tokenizer.decode joins tokens, and a copied emoji keeps its variation selector (was '🗑 ️')."""
+    tok = toks["wordlevel"]
+    assert tok.backend_tokenizer.decoder is None
+    V = len(tok)
+    text = "Delete 🗑️ Zyxwvut and 👍🏽 the file"
+    enc = encode_with_oovs(tok, text, text, vocab_size=V)
+    assert "🗑️" in enc["oov_words"] and "👍🏽" in enc["oov_words"] and "\ufe0f" not in enc["oov_words"]
+    assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text
+    assert decode_with_oovs(tok, enc["labels"], enc["oov_words"], vocab_size=V) == text

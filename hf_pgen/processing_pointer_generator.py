@@ -1,0 +1,240 @@
+"""`PointerGeneratorProcessor`: a tokenizer plus the model's output width, for extended-vocabulary encode / decode.
+
+The functional layer (`encode_with_oovs`, `decode_with_oovs`, `batch_decode_with_oovs`) needs the model's output width
+(`vocab_size=model.config.vocab_size`) at every call. The processor holds it, so the round trip reads like any
+Transformers processor::
+
+    processor = PointerGeneratorProcessor.from_pretrained(folder)     # tokenizer + config's vocab_size
+    batch = processor(texts, padding=True, return_tensors="pt")
+    ids = model.generate(**batch, num_beams=4, num_return_sequences=2)
+    processor.batch_decode(ids, batch)                                 # copies spliced back in, tables repeated
+
+This file is saved next to the model as remote code: it imports only the standard library, ``torch``,
+``transformers`` and its hf_pgen siblings (relative imports).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from transformers import AutoConfig, AutoTokenizer, BatchEncoding, PreTrainedConfig, PreTrainedTokenizerBase
+
+from .configuration_pointer_generator import PointerGeneratorConfig
+from .tokenization_pointer_generator import (
+    _check_tokenizer,
+    _check_vocab_size,
+    batch_decode_with_oovs,
+    decode_with_oovs,
+    encode_with_oovs,
+)
+
+__all__ = ["PointerGeneratorProcessor"]
+
+# from_pretrained keyword arguments that locate files, so they apply to the config as well as the tokenizer.
+_HUB_KWARGS = ("cache_dir", "force_download", "local_files_only", "token", "revision", "subfolder", "proxies")
+
+
+class PointerGeneratorProcessor:
+    r"""
+    Encodes sources (and targets) with per-example out-of-vocabulary (OOV) tables and decodes generated ids, copies
+    included, for a pointer-generator model.
+
+    Args:
+        tokenizer ([`PreTrainedTokenizerBase`]):
+            A fast tokenizer, or a slow SentencePiece one (`MarianTokenizer`, `M2M100Tokenizer`).
+        vocab_size (`int`):
+            The model's output width, `model.config.vocab_size` (`>= len(tokenizer)`; T5 pads 32100 to 32128).
+            Extended (copy) ids start here.
+
+    Example:
+
+    ```python
+    >>> processor = PointerGeneratorProcessor(tokenizer, vocab_size=model.config.vocab_size)
+    >>> batch = processor(["Delete %(name)s from Nakamura-Øresund?"], return_tensors="pt")
+    >>> batch["oov_words"]
+    [['Nakamura', 'Øresund']]
+    >>> processor.batch_decode(model.generate(**batch), batch)
+    ```
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> None:
+        _check_tokenizer(tokenizer)
+        self.tokenizer = tokenizer
+        self.vocab_size = _check_vocab_size(tokenizer, vocab_size)
+
+    # ---------------------------------------------------------------------------------------------- construction
+    @classmethod
+    def from_pretrained(
+        cls, pretrained_model_name_or_path: str | os.PathLike, vocab_size: int | None = None, **kwargs: Any
+    ) -> PointerGeneratorProcessor:
+        """Load the tokenizer with `AutoTokenizer` and the width from the folder's (or Hub repo's) `config.json`.
+
+        Works for a saved pointer-generator folder and for a plain base checkpoint (BART, Marian, T5, M2M100, ...).
+        `vocab_size` overrides the config (needed for a tokenizer-only folder). Other keyword arguments go to
+        `AutoTokenizer.from_pretrained`; `revision`, `cache_dir`, `token`, `local_files_only`, `subfolder` also to
+        the config.
+        """
+        tokenizer = AutoTokenizer.from_pretrained(pretrained_model_name_or_path, **kwargs)
+        if vocab_size is None:
+            hub_kwargs = {k: kwargs[k] for k in _HUB_KWARGS if k in kwargs}
+            vocab_size = _model_width(pretrained_model_name_or_path, **hub_kwargs)
+        return cls(tokenizer, vocab_size=vocab_size)
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: PreTrainedTokenizerBase) -> PointerGeneratorProcessor:
+        """The processor for an in-memory model: `vocab_size = model.config.vocab_size`."""
+        return cls(tokenizer, vocab_size=model.config.vocab_size)
+
+    def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> tuple[str, ...]:
+        """Write the tokenizer files (the width lives in the model's config.json). Same arguments as the tokenizer's
+        `save_pretrained`, `push_to_hub=True` included."""
+        return self.tokenizer.save_pretrained(save_directory, **kwargs)
+
+    def push_to_hub(self, repo_id: str, **kwargs: Any) -> Any:
+        """Push the tokenizer files to the Hub, as `tokenizer.push_to_hub`."""
+        return self.tokenizer.push_to_hub(repo_id, **kwargs)
+
+    # --------------------------------------------------------------------------------------------------- encode
+    def __call__(
+        self,
+        text: str | list[str],
+        text_target: str | list[str] | None = None,
+        max_length: int | None = None,
+        max_target_length: int | None = None,
+        truncation: bool | str = True,
+        padding: bool | str = False,
+        return_tensors: str | None = None,
+        return_num_truncated_tokens: bool = False,
+        **tokenizer_kwargs: Any,
+    ) -> BatchEncoding:
+        """Tokenize like `tokenizer(text, text_target=...)` and add the copy inputs.
+
+        Returns a `BatchEncoding` with `input_ids`, `attention_mask` (the tokenizer's own), `extended_input_ids`
+        (unknown tokens carry `vocab_size + k`), `labels` (with `text_target`; copyable unknown target words carry
+        their source slot), `oov_words` (per example, the source text of each slot) and, with
+        `return_num_truncated_tokens=True`, `num_truncated_tokens` (per example, source tokens truncation removed).
+        `model.generate(**batch)` accepts the whole batch. See `hf_pgen.encode_with_oovs`.
+        """
+        return encode_with_oovs(
+            self.tokenizer,
+            text,
+            text_target,
+            vocab_size=self.vocab_size,
+            max_length=max_length,
+            max_target_length=max_target_length,
+            truncation=truncation,
+            padding=padding,
+            return_tensors=return_tensors,
+            return_num_truncated_tokens=return_num_truncated_tokens,
+            **tokenizer_kwargs,
+        )
+
+    # --------------------------------------------------------------------------------------------------- decode
+    def decode(
+        self,
+        token_ids: Sequence[int] | torch.Tensor,
+        oov_words: Sequence[str] | None = None,
+        skip_special_tokens: bool = True,
+        clean_up_tokenization_spaces: bool | None = None,
+    ) -> str:
+        """Decode one sequence `(L,)`; `oov_words` is its example's table (`batch["oov_words"][i]`)."""
+        return decode_with_oovs(
+            self.tokenizer,
+            token_ids,
+            oov_words,
+            vocab_size=self.vocab_size,
+            skip_special_tokens=skip_special_tokens,
+            clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+        )
+
+    def batch_decode(
+        self,
+        sequences: Sequence[Sequence[int]] | torch.Tensor,
+        batch_or_tables: Mapping[str, Any] | Sequence[Sequence[str] | None] | None = None,
+        skip_special_tokens: bool = True,
+        clean_up_tokenization_spaces: bool | None = None,
+    ) -> list[str]:
+        """Decode `(R, L)` generated ids with the OOV tables of the batch they came from.
+
+        Args:
+            sequences: `model.generate(**batch, ...)` output (tensor or lists), `R` rows.
+            batch_or_tables: the processor's batch (its `oov_words` is used) or the list of per-example tables.
+                With `R = k * len(tables)` rows (`num_return_sequences=k`), each table serves its `k` consecutive
+                rows, in generate()'s order. `None`: no example has OOV words.
+        """
+        if hasattr(sequences, "tolist"):
+            sequences = sequences.tolist()
+        sequences = list(sequences)
+        tables = _expand_tables(batch_or_tables, len(sequences))
+        return batch_decode_with_oovs(
+            self.tokenizer,
+            sequences,
+            tables,
+            vocab_size=self.vocab_size,
+            skip_special_tokens=skip_special_tokens,
+            clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size}, tokenizer={self.tokenizer!r})"
+
+
+def _expand_tables(batch_or_tables: Any, n_rows: int) -> list[Sequence[str] | None]:
+    """One OOV table per generated row: repeat each example's table `n_rows // len(tables)` times."""
+    if batch_or_tables is None:
+        return [None] * n_rows
+    tables = batch_or_tables
+    if isinstance(batch_or_tables, Mapping):  # BatchEncoding or dict
+        if "oov_words" not in batch_or_tables:
+            raise KeyError(
+                "The batch has no 'oov_words': pass the processor's own output (processor(texts, ...)), or the list "
+                "of per-example OOV tables."
+            )
+        tables = batch_or_tables["oov_words"]
+    if isinstance(tables, str):
+        raise TypeError("batch_or_tables must be a batch or a list of per-example OOV tables, got a string.")
+    tables = list(tables)
+    if tables and all(isinstance(t, str) for t in tables):
+        tables = [tables]  # one un-batched example's table
+    if not tables:
+        if n_rows == 0:
+            return []
+        raise ValueError(f"Got {n_rows} sequences but no OOV table; pass the batch the ids were generated from.")
+    if n_rows % len(tables):
+        raise ValueError(
+            f"Got {n_rows} sequences for {len(tables)} OOV tables: the number of rows must be a multiple of the number "
+            "of examples (num_return_sequences=k gives k rows per example). Pass the batch the ids were generated "
+            "from."
+        )
+    repeat = n_rows // len(tables)
+    return [table for table in tables for _ in range(repeat)]
+
+
+def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> int:
+    """`vocab_size` from the config.json at `path`: a pointer-generator's (its base's output width) or a base's."""
+    missing = (
+        f"Could not read the model's output width from a config.json at {str(path)!r}. Pass it: "
+        "PointerGeneratorProcessor.from_pretrained(path, vocab_size=model.config.vocab_size)."
+    )
+    try:
+        config_dict, _ = PreTrainedConfig.get_config_dict(path, **hub_kwargs)
+    except OSError as error:
+        raise ValueError(f"{missing} ({error})") from error
+    if not config_dict:  # a tokenizer-only folder
+        raise ValueError(missing)
+    if config_dict.get("model_type") == PointerGeneratorConfig.model_type:
+        # No AutoConfig registration needed: this also works in a Python where only the folder's code exists.
+        return PointerGeneratorConfig.from_dict(config_dict).vocab_size
+    try:
+        config = AutoConfig.from_pretrained(path, **hub_kwargs)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{missing} ({error})") from error
+    vocab_size = getattr(config, "vocab_size", None)
+    if not isinstance(vocab_size, int):
+        vocab_size = getattr(config.get_text_config(decoder=True), "vocab_size", None)
+    if not isinstance(vocab_size, int):
+        raise ValueError(f"{missing} ({type(config).__name__} has no vocab_size.)")
+    return vocab_size
