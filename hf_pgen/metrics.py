@@ -284,40 +284,72 @@ def _build_wrappers() -> dict[str, type]:
         def _compute(self, oov_words, references, predictions):
             return {"oov_copy_rate": oov_copy_rate(oov_words, references, predictions)}
 
+    # evaluate's "sacrebleu" and "chrf" take one reference string per prediction, or a list of them (the same number
+    # for every prediction); so do these, with the same keyword arguments and result keys.
+    one_or_more_references = [
+        datasets.Features({"predictions": string, "references": datasets.Sequence(string, id="sequence")}),
+        datasets.Features({"predictions": string, "references": string}),
+    ]
+
+    def reference_streams(references) -> list[list[str]]:
+        """sacrebleu's layout: one list per reference position, each holding that reference of every prediction."""
+        references = [[r] if isinstance(r, str) else list(r) for r in references]
+        counts = {len(r) for r in references}
+        if len(counts) > 1:
+            raise ValueError("sacrebleu requires the same number of references for each prediction.")
+        per_prediction = counts.pop() if counts else 1
+        return [[refs[i] for refs in references] for i in range(per_prediction)]
+
     class SacreBLEU(evaluate.Metric):
-        """Corpus sacreBLEU through the `sacrebleu` package (one reference per example); keyword arguments of
-        `compute` go to `sacrebleu.corpus_bleu` (e.g. `tokenize="intl"`)."""
+        """Corpus sacreBLEU through the `sacrebleu` package, a drop-in for `evaluate.load("sacrebleu")`: references
+        are one string or a list of strings per prediction; `smooth_method`, `smooth_value`, `force`, `lowercase`,
+        `tokenize` and `use_effective_order` as there; returns score, counts, totals, precisions, bp, sys_len,
+        ref_len."""
 
         def _info(self):
             return evaluate.MetricInfo(
                 description=self.__doc__,
                 citation="Post, 2018. A Call for Clarity in Reporting BLEU Scores.",
-                features=datasets.Features({"predictions": string, "references": string}),
+                features=one_or_more_references,
                 module_name="sacrebleu",
             )
 
-        def _compute(self, predictions, references, **kwargs):
+        def _compute(self, predictions, references, smooth_method="exp", smooth_value=None, force=False,
+                     lowercase=False, tokenize=None, use_effective_order=False):
             import sacrebleu
 
-            result = sacrebleu.corpus_bleu(list(predictions), [list(references)], **kwargs)
-            return {"score": float(result.score), "bp": float(result.bp), "sys_len": result.sys_len,
+            kwargs = {} if tokenize is None else {"tokenize": tokenize}
+            result = sacrebleu.corpus_bleu(
+                list(predictions), reference_streams(references), smooth_method=smooth_method,
+                smooth_value=smooth_value, force=force, lowercase=lowercase, use_effective_order=use_effective_order,
+                **kwargs,
+            )
+            return {"score": float(result.score), "counts": list(result.counts), "totals": list(result.totals),
+                    "precisions": list(result.precisions), "bp": float(result.bp), "sys_len": result.sys_len,
                     "ref_len": result.ref_len}
 
     class ChrF(evaluate.Metric):
-        """Corpus chrF (chrF++ with `word_order=2`) through the `sacrebleu` package."""
+        """Corpus chrF (chrF++ with `word_order=2`) through the `sacrebleu` package, a drop-in for
+        `evaluate.load("chrf")`: `char_order`, `word_order`, `beta`, `lowercase`, `whitespace`, `eps_smoothing` as
+        there; returns score, char_order, word_order, beta."""
 
         def _info(self):
             return evaluate.MetricInfo(
                 description=self.__doc__,
                 citation="Popović, 2015. chrF: character n-gram F-score for automatic MT evaluation.",
-                features=datasets.Features({"predictions": string, "references": string}),
+                features=one_or_more_references,
                 module_name="chrf",
             )
 
-        def _compute(self, predictions, references, **kwargs):
-            import sacrebleu
+        def _compute(self, predictions, references, char_order=6, word_order=0, beta=2, lowercase=False,
+                     whitespace=False, eps_smoothing=False):
+            from sacrebleu.metrics import CHRF
 
-            return {"score": float(sacrebleu.corpus_chrf(list(predictions), [list(references)], **kwargs).score)}
+            chrf = CHRF(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
+                        whitespace=whitespace, eps_smoothing=eps_smoothing)
+            score = chrf.corpus_score(list(predictions), reference_streams(references))
+            return {"score": float(score.score), "char_order": score.char_order, "word_order": score.word_order,
+                    "beta": score.beta}
 
     for cls in (PlaceholderPreservation, OOVCopyRate, SacreBLEU, ChrF):
         cls.__module__ = __name__

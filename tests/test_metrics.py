@@ -159,3 +159,30 @@ def _metrics_path():
     import hf_pgen.metrics
 
     return hf_pgen.metrics.__file__
+
+
+def test_sacrebleu_and_chrf_wrappers_take_evaluates_input_and_return_its_keys():
+    """Drop-ins for evaluate.load("sacrebleu") / ("chrf"): a list of references per prediction (or one string), the
+    same keyword arguments, the same result keys."""
+    import sacrebleu
+
+    from hf_pgen import metrics
+
+    predictions = ["Die Datei wurde gelöscht .", "Öffnen Sie die Einstellungen ."]
+    references = [["Die Datei wurde gelöscht .", "Datei gelöscht ."],
+                  ["Einstellungen öffnen .", "Öffne die Einstellungen ."]]
+    bleu = metrics.SacreBLEU().compute(predictions=predictions, references=references)
+    assert set(bleu) == {"score", "counts", "totals", "precisions", "bp", "sys_len", "ref_len"}
+    expected = sacrebleu.corpus_bleu(predictions, [[r[0] for r in references], [r[1] for r in references]])
+    assert bleu["score"] == pytest.approx(expected.score) and bleu["counts"] == list(expected.counts)
+    single = metrics.SacreBLEU().compute(predictions=predictions, references=[r[0] for r in references],
+                                         lowercase=True)
+    assert single["score"] == pytest.approx(sacrebleu.corpus_bleu(predictions, [[r[0] for r in references]],
+                                                                  lowercase=True).score)
+    with pytest.raises(ValueError, match="same number of references"):
+        metrics.SacreBLEU().compute(predictions=predictions, references=[["a"], ["b", "c"]])
+
+    chrf = metrics.ChrF().compute(predictions=predictions, references=references, word_order=2)
+    assert chrf == {"score": pytest.approx(sacrebleu.corpus_chrf(
+        predictions, [[r[0] for r in references], [r[1] for r in references]], word_order=2).score),
+        "char_order": 6, "word_order": 2, "beta": 2}

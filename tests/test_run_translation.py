@@ -1,4 +1,5 @@
-"""training/run_translation.py end to end on a slice of the embedded corpus, plus bad input and resuming.
+"""training/run_translation.py end to end on a slice of the embedded corpus, plus bad input, resuming and parity
+with Transformers' example script (lengths checked first, language codes, logging, output folders, data formats).
 
 A tiny BART-shaped model (width 16, one layer each side) trains for a few dozen steps on 200 pairs, with and without
 the copy mechanism; the checks are on what the script writes, not on translation quality.
@@ -6,17 +7,21 @@ the copy mechanism; the checks are on what the script writes, not on translation
 
 import gzip
 import json
+import logging
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-
 import hf_pgen  # noqa: F401  (registers the pointer-generator with the Auto classes)
 from training import run_translation
-from training.run_translation import DataError, read_translation_file
+from training.data.files import DataError, load_translation_splits, read_translation_file
 
+ROOT = Path(__file__).resolve().parent.parent
 TINY = (
     "d_model=16,encoder_layers=1,decoder_layers=1,encoder_attention_heads=2,decoder_attention_heads=2,"
     "encoder_ffn_dim=32,decoder_ffn_dim=32,max_position_embeddings=64"
@@ -36,6 +41,26 @@ def tiny_args(output_dir, *extra, steps=24, save_steps=12):
         "--report_to", "none", "--dataloader_pin_memory", "false", "--disable_tqdm", "true",
         "--output_dir", str(output_dir), *extra,
     ]
+
+
+def predict_args(model_dir, output_dir, *extra):
+    """Predict-only with a model the `runs` fixture trained (64 positions)."""
+    return [
+        "--model_name_or_path", str(model_dir), "--do_predict", "--predict_with_generate",
+        "--max_predict_samples", "8", "--max_source_length", "24", "--max_target_length", "12",
+        "--per_device_eval_batch_size", "8", "--report_to", "none", "--disable_tqdm", "true",
+        "--dataloader_pin_memory", "false", "--output_dir", str(output_dir), *extra,
+    ]
+
+
+def run_module(args, env=None, timeout=300):
+    """`python -m training.run_translation ARGS` from the repository root, as a user runs it."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    env.pop("PYTHONPATH", None)  # run as a module: the repository root (cwd) is on the path, nothing else needed
+    done = subprocess.run([sys.executable, "-m", "training.run_translation", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -116,6 +141,7 @@ def test_model_card(runs):
     assert "- pointer-generator" in header and "- copy-mechanism" in header
     assert "model-index:" in header and "type: chrf" in header and "split: test" in header
     assert f"value: {results['predict_chrf']}" in header
+    assert "datasets:" not in header  # the embedded corpus is no Hub dataset id
     assert "BSD-3-Clause" in card and "Apache-2.0" in card and "MIT" in card  # licences of the corpus
     assert "{{" not in card and "{%" not in card
     from huggingface_hub import ModelCard
@@ -128,24 +154,179 @@ def test_model_card(runs):
     assert "without a copy mechanism" in baseline_card and "- pointer-generator" not in baseline_card
 
 
-def test_resume_from_last_checkpoint(runs, tmp_path):
-    """An interrupted run (its last checkpoint lost) resumes from the one before, with the same tokenizer."""
+def test_card_snippets_run_without_hf_pgen(runs):
+    """Both cards' usage code runs as written in a Python without hf_pgen: the baseline's without the translation
+    pipeline Transformers 5 removed (it has no pipeline code of its own), the copy model's through its folder's."""
+    import re
+
+    from conftest import run_without_hf_pgen
+
+    code = []
+    for name in ("baseline", "copy"):
+        card = (runs[name][0] / "README.md").read_text(encoding="utf-8")
+        code.append(re.search(r"```python\n(.*?)```", card, re.S).group(1))  # the first snippet
+    assert "pipeline(" not in code[0] and "trust_remote_code=True" in code[1]
+    stdout = run_without_hf_pgen("\n".join(code))
+    assert stdout.count("\n") >= 2  # each snippet printed its translation
+
+
+def test_model_card_of_a_predict_only_run_points_at_the_evaluated_model(runs, tmp_path):
+    model_dir, _ = runs["copy"]
+    run_translation.main(predict_args(model_dir, tmp_path / "predict"))
+    card = (tmp_path / "predict" / "README.md").read_text(encoding="utf-8")
+    assert f'model="{model_dir}"' in card and "model-index:" in card
+
+
+def test_template_sits_beside_the_renderer_under_a_template_name():
+    from training.model_card import TEMPLATE_PATH
+
+    assert TEMPLATE_PATH.parent == ROOT / "training" and TEMPLATE_PATH.suffix == ".j2" and TEMPLATE_PATH.is_file()
+    assert not (ROOT / "model_card.md").exists()  # ModelCard.load fails on a Jinja template named like a card
+
+
+def test_resume_says_so_and_logs_at_info(runs, tmp_path):
+    """An interrupted run (its last checkpoint lost) resumes from the one before, with the same tokenizer, and says
+    so; INFO is on for the main process (the Trainer's progress lines), as in upstream's script."""
     source, _ = runs["copy"]
     folder = tmp_path / "resumed"
     folder.mkdir()
     shutil.copytree(source / "checkpoint-12", folder / "checkpoint-12")
-    results = run_translation.main(tiny_args(folder, "--do_eval", "false", "--max_predict_samples", "4"))
+    log = run_module(tiny_args(folder, "--do_eval", "false", "--max_predict_samples", "4"))
+    assert "Resuming training from the checkpoint" in log and str(folder / "checkpoint-12") in log
+    assert "***** Running training *****" in log  # an INFO line of the Trainer
+    results = json.loads((folder / "all_results.json").read_text())
     assert results["train_resumed_from_step"] == 12
-    state = json.loads((folder / "trainer_state.json").read_text())
-    assert state["global_step"] == 24
+    assert json.loads((folder / "trainer_state.json").read_text())["global_step"] == 24
     # The tokenizer came from the checkpoint, not from training a new one.
     assert json.loads((folder / "tokenizer.json").read_text()) == json.loads(
         (source / "checkpoint-12" / "tokenizer.json").read_text()
     )
 
 
+def test_non_empty_output_dir_without_checkpoint_is_refused(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("someone else's work")
+    with pytest.raises(ValueError, match="already exists and is not empty. Use --overwrite_output_dir"):
+        run_translation.main(tiny_args(folder))
+    _, _, data_args, training_args = run_translation.parse_args(tiny_args(folder, "--overwrite_output_dir"))
+    assert run_translation.find_checkpoint(data_args, training_args) is None
+
+
+def test_nothing_to_do(tmp_path):
+    args = [a for a in tiny_args(tmp_path) if a not in ("--do_train", "--do_eval", "--do_predict")]
+    with pytest.raises(ValueError, match="There is nothing to do: pass --do_train, --do_eval and/or --do_predict"):
+        run_translation.main(args)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
-# Bad input
+# Lengths against the model's position embeddings, checked before any work
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--max_source_length", "1024"], r"`--max_source_length` is set to 1024, but the model only has 64 position"),
+    # The default --max_target_length 128 becomes the generation length of a 64-position model.
+    (["--max_target_length", "128"], r"`--val_max_target_length` is 128 .*only has 64 position encodings. Pass "
+                                     r"`--val_max_target_length 64`"),
+    (["--generation_max_length", "100"], r"`--generation_max_length` is 100"),
+])
+def test_lengths_beyond_the_positions_are_refused_before_any_work(runs, tmp_path, extra, message):
+    model_dir, _ = runs["copy"]
+    with pytest.raises(ValueError, match=message):
+        run_translation.main(predict_args(model_dir, tmp_path / "out", *extra))
+    assert not (tmp_path / "out" / "generated_predictions.txt").exists()
+
+
+def test_label_smoothing_and_a_tokenizer_without_oov_words(tmp_path, caplog):
+    """--label_smoothing_factor trains the copy model (through the model's own support-aware loss: the stock one
+    would be inf); a byte-level BPE tokenizer gets a notice that nothing is out of its vocabulary."""
+    caplog.set_level(logging.WARNING, logger="training.run_translation")
+    results = run_translation.main(tiny_args(tmp_path / "ls", "--label_smoothing_factor", "0.1", "--tokenizer_type",
+                                             "bpe", "--do_predict", "false", steps=4, save_steps=4))
+    assert torch.isfinite(torch.tensor([results["train_loss"], results["eval_loss"]])).all()
+    assert results["settings"]["label_smoothing_factor"] == 0.1
+    assert any("No source word of the train data is out of the tokenizer's vocabulary" in r.message
+               for r in caplog.records)
+
+
+def test_copy_settings_are_the_config_fields():
+    from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
+    from conftest import tiny_base
+
+    flags = {f.name for f in run_translation.dataclasses.fields(run_translation.PointerGeneratorArguments)}
+    own = set(PointerGeneratorConfig.__annotations__) - run_translation._NOT_COPY_SETTINGS
+    assert flags == own | {"copy_mechanism"}
+    assert not hasattr(run_translation, "POINTER_CHOICES")
+    _, copy_args, _, _ = run_translation.parse_args(tiny_args("out") + [
+        "--pointer", "cross_attention", "--pointer_layer", "0", "--pointer_heads", "0", "1", "--coverage",
+        "--coverage_weight", "0.5", "--force_p_gen", "0.25"])
+    model = PointerGeneratorForConditionalGeneration.from_base(tiny_base("bart"),
+                                                               **run_translation.copy_settings(copy_args))
+    config = model.config
+    assert (config.pointer, config.pointer_layer, config.pointer_heads, config.coverage, config.coverage_weight,
+            config.force_p_gen, config.p_gen_bias_init) == ("cross_attention", 0, [0, 1], True, 0.5, 0.25, 10.0)
+    with pytest.raises(SystemExit):  # the config's Literal becomes the flag's choices
+        run_translation.parse_args(tiny_args("out") + ["--pointer", "nearest"])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# mBART / M2M100 language codes, as in upstream's script
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _mbart_tokenizer(cls_name="MBartTokenizer"):
+    """An mBART tokenizer (the real class, language codes included) over a small Unigram vocabulary trained on the
+    corpus."""
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers.models.mbart.tokenization_mbart import FAIRSEQ_LANGUAGE_CODES
+
+    from conftest import corpus_texts
+
+    raw = Tokenizer(models.Unigram())
+    raw.pre_tokenizer = pre_tokenizers.Metaspace()
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    raw.train_from_iterator(corpus_texts("train", limit=500),
+                            trainers.UnigramTrainer(vocab_size=300, special_tokens=specials, unk_token="<unk>"))
+    pieces = [tuple(p) for p in json.loads(raw.to_str())["model"]["vocab"]][len(specials):]
+    codes = FAIRSEQ_LANGUAGE_CODES if cls_name == "MBartTokenizer" else ["en_XX", "de_DE"]
+    vocab = [(s, 0.0) for s in specials] + pieces + [(c, 0.0) for c in codes] + [("<mask>", 0.0)]
+    return getattr(transformers, cls_name)(vocab=vocab)
+
+
+def test_mbart_language_codes(tmp_path):
+    tokenizer = _mbart_tokenizer()
+    tokenizer.save_pretrained(tmp_path / "tokenizer")
+    args = tiny_args(tmp_path / "out", "--do_eval", "false", "--do_predict", "false", steps=2, save_steps=2)
+    args = [a for a in args if a not in ("--train_tokenizer",)]
+    args[args.index("bart")] = "mbart"
+    args += ["--tokenizer_name", str(tmp_path / "tokenizer"), "--source_lang", "en_XX", "--target_lang", "de_DE"]
+    results = run_translation.main(args)  # the data keys are "en" and "de"
+    assert results["train_samples"] == 200
+    saved = json.loads((tmp_path / "out" / "tokenizer_config.json").read_text())
+    assert saved.get("src_lang") == "en_XX" and saved.get("tgt_lang") == "de_DE"
+
+    with pytest.raises(ValueError, match="--target_lang 'de_XX' is not a language code of MBartTokenizer"):
+        run_translation.main(args[:-1] + ["de_XX", "--overwrite_output_dir"])  # the data key is still "de"
+
+
+def test_mbart50_forces_the_target_code_first():
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    tokenizer = _mbart_tokenizer("MBart50Tokenizer")
+    model = BartForConditionalGeneration(BartConfig(vocab_size=len(tokenizer), d_model=8, encoder_layers=1,
+                                                    decoder_layers=1, encoder_attention_heads=1,
+                                                    decoder_attention_heads=1, encoder_ffn_dim=8, decoder_ffn_dim=8))
+    data_args = run_translation.DataTrainingArguments(source_lang="en_XX", target_lang="de_DE")
+    run_translation.set_language_codes(tokenizer, model, data_args)
+    assert tokenizer.src_lang == "en_XX" and tokenizer.tgt_lang == "de_DE"
+    assert model.generation_config.forced_bos_token_id == tokenizer.convert_tokens_to_ids("de_DE")
+    assert tokenizer("Open", text_target="Öffnen")["labels"][0] == tokenizer.convert_tokens_to_ids("de_DE")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Data: formats, datasets, caching, and bad input
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -155,11 +336,71 @@ def _jsonl(path: Path, records, raw_lines=()):
     return str(path)
 
 
+PAIRS = [{"en": f"Delete file number {i}", "de": f"Datei Nummer {i} löschen"} for i in range(12)]
+
+
+def test_parquet_files_and_local_datasets(tmp_path):
+    import datasets
+
+    table = datasets.Dataset.from_list([{"translation": p} for p in PAIRS])
+    table.to_parquet(str(tmp_path / "train.parquet"))
+    splits, stats, origin = load_translation_splits("en", "de", ["train"], train_file=str(tmp_path / "train.parquet"),
+                                                    cache_dir=str(tmp_path / "cache"))
+    assert origin == "files" and stats["train"]["pairs"] == 12 and splits["train"][3] == {
+        "source": "Delete file number 3", "target": "Datei Nummer 3 löschen"}
+
+    # A DatasetDict saved with save_to_disk, with one column per language, and an empty text to drop.
+    saved = tmp_path / "saved"
+    rows = PAIRS + [{"en": "Empty", "de": " "}]
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows), "test": datasets.Dataset.from_list(PAIRS[:2])}
+                         ).save_to_disk(str(saved))
+    splits, stats, origin = load_translation_splits("en", "de", ["train", "test"], dataset_name=str(saved))
+    assert origin == str(saved) and len(splits["train"]) == 12 and len(splits["test"]) == 2
+    assert stats["train"]["skipped_empty_text"] == 1
+
+    # A local folder of data files, read by load_dataset.
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    _jsonl(folder / "train.jsonl", [{"translation": p} for p in PAIRS])
+    splits, _, _ = load_translation_splits("en", "de", ["train"], dataset_name=str(folder),
+                                           cache_dir=str(tmp_path / "cache"))
+    assert splits["train"]["target"][:2] == ["Datei Nummer 0 löschen", "Datei Nummer 1 löschen"]
+
+    with pytest.raises(DataError, match=r"no 'fr' key in 'translation'; keys found: \['de', 'en'\]"):
+        load_translation_splits("en", "fr", ["train"], train_file=str(tmp_path / "train.parquet"))
+
+
+def test_parquet_through_the_script_and_a_cached_tokenization(runs, tmp_path):
+    """Tokenization goes through Dataset.map on Arrow-backed data: a second run loads it from the cache, and
+    --overwrite_cache redoes it."""
+    import datasets
+
+    datasets.Dataset.from_list(PAIRS).to_parquet(str(tmp_path / "test.parquet"))
+    model_dir, _ = runs["copy"]
+    cache = tmp_path / "cache"
+    args = predict_args(model_dir, tmp_path / "out", "--test_file", str(tmp_path / "test.parquet"), "--cache_dir",
+                        str(cache))
+
+    def tokenized():
+        return {p: p.stat().st_mtime_ns for p in cache.rglob("cache-*.arrow")}
+
+    results = run_translation.main(args)
+    assert results["predict_samples"] == 8
+    first = tokenized()
+    assert first, "the tokenized split was not written to the datasets cache"
+    run_translation.main(args)
+    assert tokenized() == first  # loaded from the cache: nothing rewritten
+    run_translation.main(args + ["--overwrite_cache"])
+    assert tokenized() != first  # tokenized again and written (datasets gives a forced recomputation a new file)
+
+
 def test_missing_language_key_names_it_and_the_keys_found(tmp_path):
     path = _jsonl(tmp_path / "train.jsonl", [{"translation": {"en": "Open", "de": "Öffnen"}},
                                              {"translation": {"en": "Close", "fr": "Fermer"}}])
     with pytest.raises(DataError, match=r"line 2: no 'de' key in 'translation'; keys found.*\['en', 'fr'\]"):
         read_translation_file(path, "en", "de")
+    with pytest.raises(DataError, match=r"line 2: no 'de' key in 'translation'"):
+        load_translation_splits("en", "de", ["train"], train_file=path, cache_dir=str(tmp_path / "cache"))
 
 
 def test_missing_csv_column_names_it_and_the_columns_found(tmp_path):
@@ -183,11 +424,17 @@ def test_empty_lines_and_empty_texts_are_skipped_and_counted(tmp_path):
     sources, targets, stats = read_translation_file(str(path), "en", "de")
     assert sources == ["Open", "Save"] and targets == ["Öffnen", "Speichern"]
     assert stats["skipped_empty_lines"] == 2 and stats["skipped_empty_text"] == 3 and stats["pairs"] == 2
+    splits, stats, _ = load_translation_splits("en", "de", ["train"], train_file=str(path),
+                                               cache_dir=str(tmp_path / "cache"))
+    assert splits["train"]["source"][:] == ["Open", "Save"] and stats["train"]["skipped_empty_text"] == 3
 
     tsv = tmp_path / "train.tsv.gz"
-    tsv.write_bytes(gzip.compress("en\tde\nOpen\tÖffnen\n\t\nClose\t\n".encode()))
+    tsv.write_bytes(gzip.compress("en\tde\nOpen\tÖffnen\n\t\nClose\t\nNA\tnull\n".encode()))
     sources, targets, stats = read_translation_file(str(tsv), "en", "de")
-    assert sources == ["Open"] and stats["skipped_empty_lines"] == 1 and stats["skipped_empty_text"] == 1
+    assert sources == ["Open", "NA"] and stats["skipped_empty_lines"] == 1 and stats["skipped_empty_text"] == 1
+    splits, _, _ = load_translation_splits("en", "de", ["train"], train_file=str(tsv),
+                                           cache_dir=str(tmp_path / "cache"))
+    assert splits["train"]["target"][:] == ["Öffnen", "null"]  # "NA" and "null" are text, not missing values
 
 
 def test_undecodable_bytes_name_file_and_line_or_are_skipped(tmp_path):
@@ -195,9 +442,10 @@ def test_undecodable_bytes_name_file_and_line_or_are_skipped(tmp_path):
                   [b'{"translation": {"en": "Close", "de": "Schlie\xdfen"}}',  # Latin-1, not UTF-8
                    b'{"translation": {"en": "Save", "de": "Speichern"}}'])
     with pytest.raises(DataError, match=r"train\.jsonl, line 2: not valid UTF-8.*--skip_bad_lines"):
-        read_translation_file(path, "en", "de")
-    sources, _, stats = read_translation_file(path, "en", "de", skip_bad_lines=True)
-    assert sources == ["Open", "Save"] and stats["skipped_undecodable_lines"] == 1
+        load_translation_splits("en", "de", ["train"], train_file=path, cache_dir=str(tmp_path / "cache"))
+    splits, stats, _ = load_translation_splits("en", "de", ["train"], train_file=path, skip_bad_lines=True,
+                                               cache_dir=str(tmp_path / "cache"))
+    assert splits["train"]["source"][:] == ["Open", "Save"] and stats["train"]["skipped_undecodable_lines"] == 1
 
     csv_path = tmp_path / "test.csv"
     csv_path.write_bytes("en,de\nOpen,Öffnen\n".encode() + b"Close,Schlie\xdfen\n")
@@ -208,9 +456,25 @@ def test_undecodable_bytes_name_file_and_line_or_are_skipped(tmp_path):
 
 
 def test_malformed_json_line(tmp_path):
-    path = _jsonl(tmp_path / "train.jsonl", [{"translation": {"en": "Open", "de": "Öffnen"}}], [b'{"translation": '])
-    with pytest.raises(DataError, match=r"line 2: malformed JSON"):
+    path = _jsonl(tmp_path / "train.jsonl", [{"translation": {"en": "Open", "de": "Öffnen"}}],
+                  [b'{"translation": {"en": "Close", "de": "Schlie'])
+    with pytest.raises(DataError, match=r"line 2, column 39: malformed JSON \(Unterminated string starting at\); "
+                                        r"pass --skip_bad_lines") as error:
         read_translation_file(path, "en", "de")
+    assert "at at" not in str(error.value)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("train.jsonl", b"", r"train\.jsonl: the file is empty"),
+    ("train.csv", b"\n", r"train\.csv: the file is empty"),
+    ("train.jsonl", b'{"translation": {"en": "", "de": "x"}}\n', r"train\.jsonl: the train data holds no usable "
+                                                                 r"pair \(skipped: \{'skipped_empty_text': 1\}\)"),
+])
+def test_empty_data_names_the_file(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=message):
+        load_translation_splits("en", "de", ["train"], train_file=str(path), cache_dir=str(tmp_path / "cache"))
 
 
 def test_bad_data_stops_the_script_before_training(tmp_path):
@@ -243,33 +507,29 @@ def test_data_files_train_with_skips_and_truncation_counted(tmp_path):
 
 
 def test_push_to_hub_uploads_the_rendered_card(tmp_path):
-    import subprocess
-    import sys
-
+    """Without --hub_model_id the repository is named after --output_dir in the user's namespace; the card's
+    snippet names that repository, not the local folder."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from hub_server import HubStorage, client_env, hub_server
+    from hub_server import DEFAULT_USER, HubStorage, client_env, hub_server
 
     records = [{"translation": {"en": f"Delete file {i}", "de": f"Datei {i} löschen"}} for i in range(20)]
     train = _jsonl(tmp_path / "train.jsonl", records)
     test = _jsonl(tmp_path / "test.jsonl", records[:3])
-    script = Path(run_translation.__file__)
-    args = tiny_args(tmp_path / "out", "--train_file", train, "--test_file", test, "--do_eval", "false",
-                     "--push_to_hub", "--hub_model_id", "tester/tiny-pgen", steps=2, save_steps=2)
+    args = tiny_args(tmp_path / "tiny-pgen", "--train_file", train, "--test_file", test, "--do_eval", "false",
+                     "--push_to_hub", steps=2, save_steps=2)
+    repo_id = f"{DEFAULT_USER}/tiny-pgen"
     with hub_server(tmp_path / "hub") as base_url:
-        env = client_env(base_url, tmp_path / "hf_home", OMP_NUM_THREADS="1")
-        done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True,
-                              timeout=240)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        run_module(args, env=client_env(base_url, tmp_path / "hf_home"), timeout=240)
         # Another machine: no hf_pgen, an empty cache, everything through the Hub's download path.
         from conftest import run_without_hf_pgen
 
         stdout = run_without_hf_pgen(
-            """
+            f"""
 import json
 from transformers import AutoModelForSeq2SeqLM, pipeline
-model = AutoModelForSeq2SeqLM.from_pretrained("tester/tiny-pgen", trust_remote_code=True)
-out = pipeline("translation", model="tester/tiny-pgen", trust_remote_code=True)(["Delete file 7", "Delete Zyx"])
-print(json.dumps({"class": type(model).__name__, "out": out}))
+model = AutoModelForSeq2SeqLM.from_pretrained({repo_id!r}, trust_remote_code=True)
+out = pipeline("translation", model={repo_id!r}, trust_remote_code=True)(["Delete file 7", "Delete Zyx"])
+print(json.dumps({{"class": type(model).__name__, "out": out}}))
 """,
             env=client_env(base_url, tmp_path / "hf_home_download"),
         )
@@ -277,10 +537,11 @@ print(json.dumps({"class": type(model).__name__, "out": out}))
     assert downloaded["class"] == "PointerGeneratorForConditionalGeneration"
     assert [sorted(item) for item in downloaded["out"]] == [["translation_text"], ["translation_text"]]
     storage = HubStorage(tmp_path / "hub")
-    files = storage.list_files("tester/tiny-pgen")
+    files = storage.list_files(repo_id)
     assert {"README.md", "config.json", "model.safetensors", "tokenizer.json",
             "modeling_pointer_generator.py"} <= set(files)
     assert not any(f.startswith("checkpoint-") for f in files)
-    card = storage.read_file("tester/tiny-pgen", "README.md").decode()
-    assert card == (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
-    assert "model-index:" in card and "pointer-generator" in card and "tester/tiny-pgen" in card
+    card = storage.read_file(repo_id, "README.md").decode()
+    assert card == (tmp_path / "tiny-pgen" / "README.md").read_text(encoding="utf-8")
+    assert "model-index:" in card and "pointer-generator" in card
+    assert f'model="{repo_id}"' in card and str(tmp_path) not in card

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """The main job: a pointer-generator against the same model without copying, on the embedded corpus.
 
-    python training/main.py                 # what `make main` runs (about 15 minutes on 2 CPU cores)
-    python training/main.py --fresh         # ignore checkpoints of an earlier (interrupted) run
-    python training/main.py --max_steps 50 --max_predict_samples 100   # a quick look
+    python -m training.main                 # what `make main` runs (about 15 minutes on 2 CPU cores)
+    python -m training.main --fresh         # ignore checkpoints of an earlier (interrupted) run
+    python -m training.main --max_steps 50 --max_predict_samples 100   # a quick look
 
 Both models are trained by `run_translation.main` with the same recipe (architecture, data, steps, optimiser, seed)
 and the same word-level tokenizer (trained once on the training split and saved to `tokenizer/`); only
@@ -32,10 +32,6 @@ import shutil
 import sys
 import time
 from pathlib import Path
-
-_REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(_REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(_REPO_ROOT))
 
 # The recipe: a 3+3-layer mBART-shaped model (pre-layer-norm: it trains stably at a high learning rate from scratch,
 # where post-layer-norm BART collapsed to a constant output) of width 128, trained from scratch with a word-level
@@ -218,7 +214,7 @@ def main(argv: list[str] | None = None) -> dict:
     # both models see the same ids; an interrupted run resumes with the tokenizer it started with.
     if not (tokenizer_dir / "tokenizer.json").is_file():
         from training.data import load_en_de_messages
-        from training.run_translation import train_shared_tokenizer
+        from training.tokenizer import train_shared_tokenizer
 
         train = load_en_de_messages("train")["translation"]
         tokenizer = train_shared_tokenizer([p["en"] for p in train] + [p["de"] for p in train], "wordlevel",
@@ -238,13 +234,13 @@ def main(argv: list[str] | None = None) -> dict:
 
     # Re-render both cards: the tokenizer was trained here on the training split (what --train_tokenizer does), and
     # the pointer-generator's card shows the baseline beside it.
-    from training.model_card import render_model_card
+    from training.model_card import render_training_card
 
     for settings in (pgen_settings, baseline_settings):
         settings["trained_tokenizer"] = True
-    (pgen_dir / "README.md").write_text(render_model_card(pgen, pgen_settings, baseline_results=baseline),
+    (pgen_dir / "README.md").write_text(render_training_card(pgen, pgen_settings, baseline_results=baseline),
                                         encoding="utf-8")
-    (baseline_dir / "README.md").write_text(render_model_card(baseline, baseline_settings), encoding="utf-8")
+    (baseline_dir / "README.md").write_text(render_training_card(baseline, baseline_settings), encoding="utf-8")
 
     # A few unseen test messages through the saved folder's pipeline.
     t0 = time.perf_counter()

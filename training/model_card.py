@@ -1,10 +1,14 @@
-"""Render the model card (README.md of a saved model folder) from the template `model_card.md` at the repo root.
+"""The model card run_translation writes (README.md of the output folder), and what it reports about the run.
 
->>> from training.model_card import render_model_card
->>> text = render_model_card(results, settings)   # results: run_translation's metrics; settings: collect_settings()
+>>> from training.model_card import collect_settings, render_training_card
+>>> settings = collect_settings(model_args, data_args, training_args, model, tokenizer, origin, stats,
+...                             repo_id="you/pg")
+>>> text = render_training_card(results, settings)   # results: run_translation's metrics
 
-The YAML header comes from `huggingface_hub.ModelCardData` with `EvalResult`s, which renders a valid model-index
-(`Trainer.create_model_card` drops the results of translation models).
+The Jinja2 template is `model_card.md.j2` beside this file. The YAML header comes from
+`huggingface_hub.ModelCardData` with `EvalResult`s, which renders a valid model-index (`Trainer.create_model_card`
+drops the results of translation models); the usage snippet is `hf_pgen.modelcard.usage_snippet`'s, which runs
+for the copy model (through its own pipeline code) and for a plain baseline (generate + batch_decode) alike.
 """
 
 from __future__ import annotations
@@ -15,7 +19,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-TEMPLATE_PATH = Path(__file__).resolve().parents[1] / "model_card.md"
+import torch
+import transformers
+
+import hf_pgen
+from hf_pgen.modelcard import is_hub_id, usage_snippet
+
+TEMPLATE_PATH = Path(__file__).resolve().parent / "model_card.md.j2"
 CORPUS_DIR = Path(__file__).resolve().parent / "data" / "en_de_messages"
 EMBEDDED_CORPUS = "en_de_messages"
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian", "nl": "Dutch",
@@ -71,7 +81,7 @@ def _prefix(results: dict) -> tuple[str, str]:
     return "eval", "validation"
 
 
-def render_model_card(
+def render_training_card(
     results: dict,
     settings: dict,
     *,
@@ -88,8 +98,9 @@ def render_model_card(
             tokenizer, data origin and checks, optimisation, hardware and versions.
         baseline_results: the same metrics of a comparison model (e.g. the no-copy baseline), shown side by side.
         model_name: title of the card; defaults to the output folder's name.
-        repo_id: Hub id used in the usage snippet; defaults to `hub_model_id` or the output folder.
-        template_path: a Jinja2 template; defaults to `model_card.md` at the repository root.
+        repo_id: where the usage snippet loads the model from; defaults to `settings["repo_id"]` (run_translation:
+            the pushed repository, else the output folder of a training run, else the evaluated model).
+        template_path: a Jinja2 template; defaults to `model_card.md.j2` beside this file.
     """
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
@@ -99,7 +110,7 @@ def render_model_card(
     copy = bool(settings.get("copy_mechanism"))
     output_dir = settings.get("output_dir") or "model"
     model_name = model_name or Path(output_dir).name
-    repo_id = repo_id or settings.get("hub_model_id") or output_dir
+    repo_id = repo_id or settings.get("repo_id") or settings.get("hub_model_id") or output_dir
     source_lang, target_lang = settings.get("source_lang", "en"), settings.get("target_lang", "de")
     origin = settings.get("data_origin")
     embedded = origin == EMBEDDED_CORPUS
@@ -217,10 +228,11 @@ def render_model_card(
         library_name="transformers",
         pipeline_tag="translation",
         tags=tags,
-        datasets=[dataset_type],
+        # `datasets:` names Hub datasets only: not the embedded corpus, local files or a local folder.
+        datasets=[str(origin)] if origin not in (None, "files", EMBEDDED_CORPUS) and is_hub_id(str(origin)) else None,
         metrics=[m for m in ("bleu", "chrf", "placeholder_preservation", "oov_copy_rate")
                  if any(r.metric_type == m for r in eval_results)],
-        base_model=settings.get("base_model") or None,
+        base_model=settings.get("base_model") if is_hub_id(settings.get("base_model") or "") else None,
         eval_results=eval_results or None,
     )
     example = "Delete the file %(name)s?" if source_lang == "en" else "Hello world"
@@ -244,8 +256,8 @@ def render_model_card(
         sacrebleu_version=sacrebleu.__version__,
         has_p_gen=results.get(f"{prefix}_mean_p_gen") is not None,
         hardware=settings.get("hardware", "unknown hardware"),
-        repo_id=repo_id,
-        example_source=example,
+        usage=usage_snippet(repo_id, copy_mechanism=copy, task="translation", example=example,
+                            max_new_tokens=int(settings.get("generation_max_length") or 64)),
         data_description=data_description,
         data_table=packages,
         data_licenses=data_licenses,
@@ -259,4 +271,71 @@ def render_model_card(
     return str(card)
 
 
-__all__ = ["render_model_card", "TEMPLATE_PATH"]
+
+def collect_settings(model_args, data_args, training_args, model, tokenizer, data_origin, data_stats,
+                     *, repo_id: str | None = None) -> dict:
+    """What the model card reports about how the model was made (also returned by run_translation.main)."""
+    copy = getattr(model.config, "model_type", None) == "pointer_generator"
+    base = model.base if copy else model
+    parameters = sum(p.numel() for p in model.parameters())
+    threads = torch.get_num_threads()
+    on_gpu = torch.cuda.is_available() and not training_args.use_cpu
+    return {
+        "copy_mechanism": copy,
+        "pointer": model.config.pointer if copy else None,
+        "coverage": bool(model.config.coverage) if copy else False,
+        "coverage_weight": model.config.coverage_weight if copy else None,
+        "base_model": model_args.model_name_or_path,
+        "model_type": base.config.model_type,
+        "config_overrides": model_args.config_overrides,
+        "parameters": parameters,
+        "d_model": getattr(base.config, "d_model", None),
+        "encoder_layers": getattr(base.config, "encoder_layers", getattr(base.config, "num_layers", None)),
+        "decoder_layers": getattr(base.config, "decoder_layers", getattr(base.config, "num_decoder_layers", None)),
+        "tokenizer_type": _tokenizer_kind(tokenizer),
+        "trained_tokenizer": model_args.train_tokenizer,
+        "tokenizer_source": None if model_args.train_tokenizer else (model_args.tokenizer_name
+                                                                     or model_args.model_name_or_path),
+        "vocab_size": len(tokenizer),
+        "source_lang": data_args.source_lang.split("_")[0],
+        "target_lang": data_args.target_lang.split("_")[0],
+        "data_origin": data_origin,
+        "data_files": {k: getattr(data_args, k) for k in ("train_file", "validation_file", "test_file")
+                       if getattr(data_args, k)},
+        "data_stats": {split: dict(stats) for split, stats in data_stats.items()},
+        "max_source_length": data_args.max_source_length,
+        "max_target_length": data_args.max_target_length,
+        "num_beams": training_args.generation_num_beams,
+        "generation_max_length": training_args.generation_max_length,
+        "learning_rate": training_args.learning_rate,
+        "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
+        "warmup_steps": training_args.warmup_steps,
+        "per_device_train_batch_size": training_args.per_device_train_batch_size,
+        "gradient_accumulation_steps": training_args.gradient_accumulation_steps,
+        "num_train_epochs": training_args.num_train_epochs,
+        "max_steps": training_args.max_steps,
+        "weight_decay": training_args.weight_decay,
+        "label_smoothing_factor": training_args.label_smoothing_factor,
+        "seed": training_args.seed,
+        "hub_model_id": training_args.hub_model_id,
+        "repo_id": repo_id,
+        "model_license": model_args.model_license,
+        "output_dir": training_args.output_dir,
+        "hardware": f"{torch.cuda.get_device_name() if on_gpu else 'CPU'}, {threads} thread"
+                    + ("s" if threads != 1 else ""),
+        "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
+                     "hf_pgen": hf_pgen.__version__},
+    }
+
+
+def _tokenizer_kind(tokenizer) -> str:
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return type(tokenizer).__name__
+    kind = type(backend.model).__name__
+    if kind == "BPE" and type(backend.pre_tokenizer).__name__ == "ByteLevel":
+        kind = "byte-level BPE"
+    return kind
+
+
+__all__ = ["render_training_card", "collect_settings", "TEMPLATE_PATH"]

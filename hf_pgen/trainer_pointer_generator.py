@@ -1,0 +1,554 @@
+"""`Seq2SeqTrainer` for pointer-generators: evaluation that keeps copied words, and label smoothing that works.
+
+The stock recipe loses copies twice over:
+
+- `compute_metrics` decodes with `tokenizer.batch_decode`, which silently drops every id >= `len(tokenizer)`, i.e.
+  every copied word; decoding a copy needs the example's OOV table (`oov_words` from the processor /
+  `encode_with_oovs`), and the Trainer hands `compute_metrics` arrays only, in sampler order (length-grouped,
+  sharded over processes, padded with duplicates under DDP).
+- `label_smoothing_factor` makes the Trainer compute the loss from the logits with its `LabelSmoother`, which
+  averages `-log p` over all `V + N` columns: a row lacks the other rows' OOV slots (p = 0 there), so the loss is inf.
+
+`PointerGeneratorSeq2SeqTrainer` fixes both: every evaluation / prediction example carries its index through the
+data loader and the cross-process gather, predictions come back in dataset order (duplicates dropped), and
+`compute_metrics` receives a `PointerGeneratorEvalPrediction` whose `oov_words` (and any requested text columns)
+are aligned with its rows; `label_smoothing_factor` goes to the model's own support-aware loss
+(`model.config.label_smoothing`, set for the duration of each loss computation). With a plain base (no copy head)
+it behaves like the stock trainer.
+
+>>> trainer = PointerGeneratorSeq2SeqTrainer(
+...     model=model, args=Seq2SeqTrainingArguments("out", predict_with_generate=True, label_smoothing_factor=0.1),
+...     train_dataset=train, eval_dataset=validation, processing_class=tokenizer,
+...     compute_metrics=build_compute_metrics(tokenizer, vocab_size=model.config.vocab_size,
+...                                           source_column="en", reference_column="de"),
+... )
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from transformers import Seq2SeqTrainer
+from transformers.trainer_utils import EvalLoopOutput, EvalPrediction, has_length
+from transformers.utils import logging
+
+from .tokenization_pointer_generator import batch_decode_with_oovs
+
+logger = logging.get_logger(__name__)
+
+__all__ = ["PointerGeneratorSeq2SeqTrainer", "PointerGeneratorEvalPrediction", "build_compute_metrics"]
+
+# The column each evaluation example's position in its dataset travels in (data loader -> prediction_step -> gather).
+EXAMPLE_INDEX = "pg_example_index"
+
+
+class PointerGeneratorEvalPrediction(EvalPrediction):
+    """An `EvalPrediction` (unpacks as `predictions, label_ids[, inputs, losses]`) with per-row example data.
+
+    Attributes:
+        oov_words: `list[list[str]]`, one OOV table per row of `predictions` (None when the dataset has no
+            `oov_words` column): decode with `hf_pgen.batch_decode_with_oovs(tokenizer, ids, eval_pred.oov_words,
+            vocab_size=model.config.vocab_size)` or `processor.batch_decode(ids, eval_pred.oov_words)`.
+        columns: `{name: list}` of the other requested dataset columns (e.g. raw source / reference texts), per row.
+        example_indices: `(rows,)` position of each row in the evaluated dataset.
+    """
+
+    def __init__(
+        self,
+        predictions,
+        label_ids,
+        inputs=None,
+        losses=None,
+        *,
+        oov_words: list[list[str]] | None = None,
+        columns: dict[str, list] | None = None,
+        example_indices: np.ndarray | None = None,
+    ):
+        super().__init__(predictions=predictions, label_ids=label_ids, inputs=inputs, losses=losses)
+        self.oov_words = oov_words
+        self.columns = columns or {}
+        self.example_indices = example_indices
+
+
+class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` that evaluates pointer-generators with their copies and routes label smoothing to the model.
+
+    Takes `Seq2SeqTrainer`'s arguments, plus:
+
+    Args:
+        oov_words_column: the evaluation dataset column holding each example's OOV table (what
+            `PointerGeneratorProcessor` / `encode_with_oovs` return as `oov_words`).
+        example_columns: more dataset columns to hand `compute_metrics` row-aligned in `eval_pred.columns` (raw
+            source and reference texts, say). A `compute_metrics` built by `build_compute_metrics` asks for its own.
+
+    Differences from the stock trainer, for a model with a copy head (`model_type == "pointer_generator"`):
+
+    - `args.label_smoothing_factor` goes to the model's own loss (as `model.config.label_smoothing` while the loss is
+      computed; the saved config keeps its value), which smooths over each row's own classes (its vocabulary plus
+      its own OOV slots); the stock `LabelSmoother` is not used. With `label_smoothing_factor=0` the model's
+      `config.label_smoothing` applies as it is.
+    - Predictions without `predict_with_generate` are the log-probabilities only, (rows, T, V + P) with every batch
+      padded to the same width (-inf), so they concatenate.
+    - `data_collator` defaults to `DataCollatorForPointerGenerator`.
+
+    For any model: evaluation/prediction examples carry their index, so `compute_metrics` gets a
+    `PointerGeneratorEvalPrediction` with `oov_words` and `columns` aligned with its rows under any sampler and
+    under DDP, and `predict()` returns rows in dataset order without the duplicates that pad the last distributed
+    batch. When copied ids reach `tokenizer.decode` / `batch_decode` inside `compute_metrics`, a warning says so.
+    """
+
+    def __init__(
+        self,
+        model=None,
+        args=None,
+        data_collator=None,
+        *more,
+        oov_words_column: str = "oov_words",
+        example_columns: Sequence[str] = (),
+        **kwargs,
+    ):
+        processing_class = kwargs.get("processing_class", more[2] if len(more) > 2 else None)
+        if data_collator is None and _has_copy_head(model) and processing_class is not None:
+            from .data_collator import DataCollatorForPointerGenerator
+
+            tokenizer = getattr(processing_class, "tokenizer", processing_class)
+            data_collator = DataCollatorForPointerGenerator(tokenizer, model=model)
+        super().__init__(model, args, data_collator, *more, **kwargs)
+        self.oov_words_column = oov_words_column
+        self.example_columns = tuple(example_columns)
+        self.label_smoothing = 0.0
+        if self.label_smoother is not None and _has_copy_head(self.model):
+            _check_accepts_label_smoothing(self.model)
+            # The model smooths over each row's own classes; the stock smoother would average over all V + N columns.
+            self.label_smoothing = float(self.args.label_smoothing_factor)
+            self.label_smoother = None
+        self.data_collator = _ExampleIndexCollator(self.data_collator)
+        self._gathered_indices: list[np.ndarray] = []
+        self._evaluation_rows: np.ndarray | None = None
+        # A card rendered elsewhere (e.g. training/run_translation.py) that push_to_hub should upload as is.
+        self.rendered_model_card: str | None = None
+
+    # -- loss -----------------------------------------------------------------------------------------------------
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        with self._model_label_smoothing(model):
+            return super().compute_loss(
+                model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+            )
+
+    @contextlib.contextmanager
+    def _model_label_smoothing(self, model):
+        """`config.label_smoothing = args.label_smoothing_factor` while the model computes a loss.
+
+        Not a forward argument: the Trainer would take any forward argument whose name holds "label" for a label
+        column. Set per call (not once) so the saved config keeps the user's value; the generate path of
+        `Seq2SeqTrainer.prediction_step` computes its loss with `model(**inputs)`, hence the same context there.
+        """
+        if not self.label_smoothing:
+            yield
+            return
+        config = _unwrap(self.accelerator.unwrap_model(model)).config
+        previous = getattr(config, "label_smoothing", 0.0)
+        config.label_smoothing = self.label_smoothing
+        try:
+            yield
+        finally:
+            config.label_smoothing = previous
+
+    # -- data: every evaluation example carries its index ---------------------------------------------------------
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        if EXAMPLE_INDEX not in self._signature_columns:
+            self._signature_columns.append(EXAMPLE_INDEX)  # kept by remove_unused_columns, popped before forward
+
+    def get_eval_dataloader(self, eval_dataset=None):
+        if isinstance(eval_dataset, str):
+            eval_dataset = self.eval_dataset[eval_dataset]
+        elif eval_dataset is None and self.eval_dataset is not None and not isinstance(self.eval_dataset, dict):
+            eval_dataset = self.eval_dataset
+        return super().get_eval_dataloader(_ExampleIndexDataset.wrap(eval_dataset))
+
+    def get_test_dataloader(self, test_dataset):
+        return super().get_test_dataloader(_ExampleIndexDataset.wrap(test_dataset))
+
+    def _get_eval_sampler(self, eval_dataset):
+        # Any order is fine now (rows are matched by index): let the stock sampler see the dataset itself, so that a
+        # length-grouped sampler reads a `datasets` length column instead of iterating the examples.
+        inner = eval_dataset.dataset if isinstance(eval_dataset, _ExampleIndexDataset) else eval_dataset
+        return super()._get_eval_sampler(inner)
+
+    # -- evaluation -----------------------------------------------------------------------------------------------
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
+        indices = inputs.pop(EXAMPLE_INDEX, None)  # (B,)
+        copy_head = _has_copy_head(self.model)
+        if copy_head and not self.args.predict_with_generate and ignore_keys is None:
+            # Keep the log-probabilities only: the encoder states and the scalar coverage loss do not concatenate.
+            ignore_keys = [*getattr(self.model.config, "keys_to_ignore_at_inference", ["cache"]),
+                           "cache", "past_key_values", "encoder_last_hidden_state", "coverage_loss"]
+        with self._model_label_smoothing(model):
+            loss, predictions, labels = super().prediction_step(
+                model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs
+            )
+        if predictions is not None and indices is not None:
+            # Gathered like the predictions (same step, same function), so row r of both comes from one example.
+            gathered = self.gather_function(indices.to(self.args.device))
+            self._gathered_indices.append(gathered.cpu().numpy())
+        if copy_head and predictions is not None and not self.args.predict_with_generate:
+            predictions = _pad_to_width(predictions, _evaluation_width(_unwrap(self.model)))
+        return loss, predictions, labels
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval") -> EvalLoopOutput:
+        examples = getattr(dataloader, "dataset", None)
+        examples = examples if isinstance(examples, _ExampleIndexDataset) else None
+        self._gathered_indices, self._evaluation_rows = [], None
+        compute_metrics = self.compute_metrics
+        if compute_metrics is not None and examples is not None:
+            self.compute_metrics = functools.partial(self._compute_metrics_with_examples, compute_metrics, examples)
+        try:
+            output = super().evaluation_loop(
+                dataloader, description, prediction_loss_only=prediction_loss_only, ignore_keys=ignore_keys,
+                metric_key_prefix=metric_key_prefix,
+            )
+        finally:
+            self.compute_metrics = compute_metrics
+        if examples is None or not self._gathered_indices or not self.args.eval_do_concat_batches:
+            return output
+        rows = self._rows_in_dataset_order(output.predictions)
+        if rows is None:
+            return output
+        return output._replace(predictions=_take(output.predictions, rows), label_ids=_take(output.label_ids, rows))
+
+    def _rows_in_dataset_order(self, predictions) -> np.ndarray | None:
+        """Rows that put the gathered predictions in dataset order, each example once (DDP pads with duplicates)."""
+        if self._evaluation_rows is not None:
+            return self._evaluation_rows
+        indices = np.concatenate(self._gathered_indices)
+        if _num_rows(predictions) != len(indices):
+            return None
+        _, first = np.unique(indices, return_index=True)  # sorted by example index
+        self._evaluation_rows = first
+        return first
+
+    def _compute_metrics_with_examples(self, compute_metrics: Callable, examples: "_ExampleIndexDataset",
+                                       eval_pred: EvalPrediction, **kwargs):
+        predictions, label_ids = eval_pred.predictions, eval_pred.label_ids
+        inputs, losses = eval_pred.inputs, eval_pred.losses
+        if self.args.batch_eval_metrics:  # called once per batch: the rows are this step's
+            indices = self._gathered_indices[-1]
+        elif self.args.eval_do_concat_batches and (rows := self._rows_in_dataset_order(predictions)) is not None:
+            gathered = np.concatenate(self._gathered_indices)
+            indices = gathered[rows]
+            predictions, label_ids, inputs = _take(predictions, rows), _take(label_ids, rows), _take(inputs, rows)
+            # Losses are one per row only when every batch was full; otherwise they cannot be matched to rows.
+            losses = _take(losses, rows) if losses is not None and _num_rows(losses) == len(gathered) else None
+        else:
+            indices = np.concatenate(self._gathered_indices)
+        indices = [int(i) for i in indices]
+        tables = examples.column(self.oov_words_column)
+        oov_words = None if tables is None else [list(tables[i] or ()) for i in indices]
+        wanted = [*self.example_columns, *getattr(compute_metrics, "example_columns", ())]
+        columns = {}
+        for name in dict.fromkeys(wanted):
+            values = examples.column(name)
+            if values is None:
+                raise KeyError(f"compute_metrics asks for the dataset column {name!r}, but the evaluation dataset has "
+                               f"no such column. Keep it when mapping the dataset (do not remove_columns it).")
+            columns[name] = [values[i] for i in indices]
+        vocab_size = _model_vocab_size(self.model)
+        if oov_words is None and vocab_size is not None and _count_copies(predictions, vocab_size):
+            logger.warning(
+                "Predictions hold copied words (ids >= vocab_size=%d) but the evaluation dataset has no %r column, so "
+                "no decoder can turn them back into text. Keep the processor's / encode_with_oovs' `oov_words` in the "
+                "evaluation dataset.", vocab_size, self.oov_words_column,
+            )
+        eval_pred = PointerGeneratorEvalPrediction(
+            predictions, label_ids, inputs, losses, oov_words=oov_words, columns=columns,
+            example_indices=np.asarray(indices),
+        )
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        with _warn_on_lossy_decode(tokenizer, vocab_size if _has_copy_head(self.model) else None):
+            return compute_metrics(eval_pred, **kwargs)
+
+    # -- model card -----------------------------------------------------------------------------------------------
+
+    def create_model_card(self, language=None, license=None, tags=None, model_name=None, finetuned_from=None,
+                          tasks=None, dataset_tags=None, dataset=None, dataset_args=None):
+        """Write README.md: a card rendered beforehand (`rendered_model_card`), else for a pointer-generator
+        `hf_pgen.modelcard.render_model_card` (task, tags, usage snippets, evaluation results), else the stock card."""
+        if not self.is_world_process_zero():
+            return
+        from pathlib import Path
+
+        path = Path(self.args.output_dir, "README.md")
+        if self.rendered_model_card is not None:
+            path.write_text(self.rendered_model_card, encoding="utf-8")
+            return
+        if not _has_copy_head(self.model):
+            return super().create_model_card(
+                language=language, license=license, tags=tags, model_name=model_name, finetuned_from=finetuned_from,
+                tasks=tasks, dataset_tags=dataset_tags, dataset=dataset, dataset_args=dataset_args,
+            )
+        from .modelcard import render_model_card
+
+        results = {}
+        for entry in self.state.log_history:  # the latest evaluation
+            if any(key.startswith("eval_") for key in entry):
+                results = {k: v for k, v in entry.items() if k.startswith("eval_")}
+        task = tasks[0] if isinstance(tasks, (list, tuple)) and tasks else tasks
+        card = render_model_card(
+            _unwrap(self.model), base_model=finetuned_from, tokenizer=self.processing_class, results=results or None,
+            task=task, language=language, license=license, dataset=dataset or dataset_tags,
+            repo_id=self.hub_model_id, model_name=model_name, tags=[tags] if isinstance(tags, str) else tags,
+        )
+        path.write_text(str(card), encoding="utf-8")
+
+
+def build_compute_metrics(
+    processor_or_tokenizer,
+    *,
+    vocab_size: int | None = None,
+    source_column: str | None = None,
+    reference_column: str | None = None,
+    metrics: Callable[..., dict[str, float]] | None = None,
+) -> Callable[[EvalPrediction], dict[str, float]]:
+    """A `compute_metrics` for `PointerGeneratorSeq2SeqTrainer` that decodes predictions with their copies.
+
+    Args:
+        processor_or_tokenizer: a `PointerGeneratorProcessor` (its tokenizer and vocab_size are used) or a fast
+            tokenizer together with `vocab_size`.
+        vocab_size: the model's output width (`model.config.vocab_size`); extended (copied) ids start there.
+        source_column: dataset column with the raw source texts; needed for placeholder preservation.
+        reference_column: dataset column with the raw reference texts; default: the labels, decoded with copies.
+        metrics: `metrics(sources, predictions, references, oov_words) -> dict`; default
+            `hf_pgen.metrics.translation_metrics` (sacreBLEU, chrF, placeholder preservation, OOV copy rate; the ones
+            that need sources only with `source_column`).
+
+    Returns a callable of one `EvalPrediction` giving `{name: value}` rounded to 4 digits (nan values are left out),
+    plus `gen_len`, the mean number of non-pad predicted tokens. Predictions may be generated ids (B, L) or
+    log-probabilities (B, T, V + P), which are reduced with argmax.
+    """
+    tokenizer = getattr(processor_or_tokenizer, "tokenizer", processor_or_tokenizer)
+    if vocab_size is None and tokenizer is not processor_or_tokenizer:  # a processor knows the model's width
+        vocab_size = getattr(processor_or_tokenizer, "vocab_size", None)
+    if vocab_size is None:  # not tokenizer.vocab_size: the model's output width may be larger (T5: 32128)
+        raise ValueError("build_compute_metrics needs the model's vocab_size with a tokenizer: pass "
+                         "vocab_size=model.config.vocab_size, or pass a PointerGeneratorProcessor.")
+
+    def compute_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
+        from . import metrics as _metrics
+
+        predictions = eval_pred.predictions[0] if isinstance(eval_pred.predictions, tuple) else eval_pred.predictions
+        predictions = np.asarray(predictions)
+        if predictions.ndim == 3:  # log-probabilities (predict_with_generate off)
+            predictions = predictions.argmax(-1)
+        tables = getattr(eval_pred, "oov_words", None)
+        if tables is None:
+            tables = [None] * len(predictions)
+        columns = getattr(eval_pred, "columns", {})
+        decoded = [text.strip() for text in
+                   batch_decode_with_oovs(tokenizer, predictions, tables, vocab_size=vocab_size)]
+        if reference_column is not None:
+            references = [str(text).strip() for text in columns[reference_column]]
+        else:
+            references = [text.strip() for text in
+                          batch_decode_with_oovs(tokenizer, np.asarray(eval_pred.label_ids), tables,
+                                                 vocab_size=vocab_size)]
+        sources = [str(text) for text in columns[source_column]] if source_column is not None else None
+        if metrics is not None:
+            result = metrics(sources, decoded, references, tables)
+        else:
+            result = {"bleu": _metrics.corpus_bleu(decoded, references),
+                      "chrf": _metrics.corpus_chrf(decoded, references)}
+            if sources is not None:
+                result["placeholder_preservation"] = _metrics.placeholder_preservation(sources, decoded)
+            if getattr(eval_pred, "oov_words", None) is not None:
+                result["oov_copy_rate"] = _metrics.oov_copy_rate(tables, references, decoded)
+        pad = tokenizer.pad_token_id
+        kept = (predictions >= 0) & (predictions != pad) if pad is not None else predictions >= 0
+        result["gen_len"] = float(kept.sum(-1).mean()) if len(predictions) else 0.0
+        return {k: round(float(v), 4) for k, v in result.items() if not (isinstance(v, float) and math.isnan(v))}
+
+    compute_metrics.example_columns = tuple(c for c in (source_column, reference_column) if c is not None)
+    return compute_metrics
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class _ExampleIndexDataset(torch.utils.data.Dataset):
+    """A map-style dataset whose examples also carry their position (`EXAMPLE_INDEX`); columns read back by index."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+        self._columns: dict[str, list | None] = {}
+
+    @classmethod
+    def wrap(cls, dataset):
+        if (dataset is None or isinstance(dataset, (cls, dict, torch.utils.data.IterableDataset))
+                or not has_length(dataset) or len(dataset) == 0 or not isinstance(dataset[0], Mapping)):
+            return dataset
+        return cls(dataset)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> dict:
+        return {**self.dataset[index], EXAMPLE_INDEX: int(index)}
+
+    def __getitems__(self, indices: list[int]) -> list[dict]:
+        getitems = getattr(self.dataset, "__getitems__", None)
+        examples = getitems(indices) if getitems is not None else [self.dataset[i] for i in indices]
+        return [{**example, EXAMPLE_INDEX: int(i)} for example, i in zip(examples, indices)]
+
+    def column(self, name: str) -> list | None:
+        """The dataset's column `name` as a list (None if it has none), read once."""
+        if name not in self._columns:
+            names = getattr(self.dataset, "column_names", None)
+            if names is not None:  # a `datasets.Dataset`: read the column, not the rows
+                values = list(self.dataset[name]) if name in names else None
+            elif name in self.dataset[0]:
+                values = [self.dataset[i][name] for i in range(len(self.dataset))]
+            else:
+                values = None
+            self._columns[name] = values
+        return self._columns[name]
+
+
+class _ExampleIndexCollator:
+    """Collates with the wrapped collator, then puts the examples' indices back as a (B,) tensor."""
+
+    def __init__(self, data_collator: Callable):
+        self.data_collator = data_collator
+
+    def __call__(self, features, *args, **kwargs):
+        if not features or not isinstance(features[0], Mapping) or EXAMPLE_INDEX not in features[0]:
+            return self.data_collator(features, *args, **kwargs)
+        indices = torch.tensor([feature[EXAMPLE_INDEX] for feature in features], dtype=torch.long)
+        features = [{k: v for k, v in feature.items() if k != EXAMPLE_INDEX} for feature in features]
+        batch = self.data_collator(features, *args, **kwargs)
+        batch[EXAMPLE_INDEX] = indices
+        return batch
+
+    def __getattr__(self, name: str):
+        if name == "data_collator":  # not set yet (unpickling in a data loader worker)
+            raise AttributeError(name)
+        return getattr(self.data_collator, name)
+
+
+def _unwrap(model):
+    get_base_model = getattr(model, "get_base_model", None)  # PEFT
+    return get_base_model() if callable(get_base_model) else model
+
+
+def _has_copy_head(model) -> bool:
+    return getattr(getattr(_unwrap(model), "config", None), "model_type", None) == "pointer_generator"
+
+
+def _check_accepts_label_smoothing(model) -> None:
+    if not hasattr(_unwrap(model).config, "label_smoothing"):
+        raise ValueError(
+            f"label_smoothing_factor > 0, but this {type(_unwrap(model)).__name__} has no support-aware label "
+            "smoothing of its own (its config has no `label_smoothing`), and the stock LabelSmoother gives an "
+            "infinite loss on pointer-generator logits. Upgrade hf_pgen (and re-save the model), or set "
+            "label_smoothing_factor=0."
+        )
+
+
+def _model_vocab_size(model) -> int | None:
+    return getattr(getattr(_unwrap(model), "config", None), "vocab_size", None)
+
+
+def _evaluation_width(model) -> int:
+    """V + one slot per source position: the widest a pointer-generator's logits get (the model pads to it)."""
+    base = model.config.base_config
+    positions = getattr(base, "max_position_embeddings", None) or getattr(base, "n_positions", None) or 1024
+    return model.config.vocab_size + positions
+
+
+def _pad_to_width(logits, width: int):
+    if isinstance(logits, (tuple, list)):
+        return type(logits)(_pad_to_width(x, width) if i == 0 else x for i, x in enumerate(logits))
+    if not torch.is_tensor(logits) or logits.dim() != 3 or logits.shape[-1] >= width:
+        return logits
+    return torch.nn.functional.pad(logits, (0, width - logits.shape[-1]), value=-math.inf)
+
+
+def _num_rows(array) -> int:
+    if isinstance(array, (tuple, list)):
+        return _num_rows(array[0]) if array else 0
+    return len(array)
+
+
+def _take(array, rows: np.ndarray):
+    if array is None:
+        return None
+    if isinstance(array, (tuple, list)):
+        return type(array)(_take(x, rows) for x in array)
+    return array[rows]
+
+
+def _count_copies(ids, vocab_size: int) -> int:
+    """How many ids >= vocab_size `ids` holds (a tensor, an array or nested lists, possibly ragged)."""
+    if isinstance(ids, tuple) and ids and not isinstance(ids[0], (int, np.integer)):
+        ids = ids[0]
+    if torch.is_tensor(ids):
+        return int((ids >= vocab_size).sum())
+    try:
+        array = np.asarray(ids)
+    except ValueError:  # ragged
+        return sum(_count_copies(row, vocab_size) for row in ids)
+    if array.dtype == object:
+        return sum(_count_copies(row, vocab_size) for row in ids)
+    if not np.issubdtype(array.dtype, np.integer):
+        return 0  # log-probabilities, not ids
+    return int((array >= vocab_size).sum())
+
+
+@contextlib.contextmanager
+def _warn_on_lossy_decode(tokenizer, vocab_size: int | None):
+    """While compute_metrics runs: warn (once) when `tokenizer.decode` / `batch_decode` get copied ids, which they
+    drop without a word."""
+    if tokenizer is None or vocab_size is None or not hasattr(tokenizer, "batch_decode"):
+        yield
+        return
+    warned = False
+
+    def guard(method):
+        @functools.wraps(method)
+        def decode(token_ids, *args, **kwargs):
+            nonlocal warned
+            if not warned and (copies := _count_copies(token_ids, vocab_size)):
+                warned = True
+                logger.warning(
+                    "compute_metrics passed %d copied word(s) (ids >= vocab_size=%d) to %s.%s, which drops them "
+                    "silently: the scores miss every copy. Decode with hf_pgen.batch_decode_with_oovs(tokenizer, ids, "
+                    "eval_pred.oov_words, vocab_size=model.config.vocab_size) (or processor.batch_decode(ids, "
+                    "eval_pred.oov_words)), or use hf_pgen.build_compute_metrics.",
+                    copies, vocab_size, type(tokenizer).__name__, method.__name__,
+                )
+            return method(token_ids, *args, **kwargs)
+
+        return decode
+
+    own = vars(tokenizer)
+    saved = {name: own.get(name) for name in ("decode", "batch_decode")}
+    for name in saved:
+        setattr(tokenizer, name, guard(getattr(tokenizer, name)))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                delattr(tokenizer, name)
+            else:
+                setattr(tokenizer, name, value)

@@ -1,0 +1,56 @@
+"""What run_translation measures beyond the Trainer's metrics, and how it writes its predictions.
+
+Decoding with copies and the metrics themselves live in the library (`hf_pgen.build_compute_metrics`,
+`hf_pgen.metrics`); this module adds the teacher-forced mean p_gen and the prediction file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hf_pgen.tokenization_pointer_generator import batch_decode_with_oovs
+from hf_pgen.trainer_pointer_generator import EXAMPLE_INDEX
+
+__all__ = ["mean_p_gen", "decode_predictions", "write_predictions"]
+
+
+@torch.no_grad()
+def mean_p_gen(trainer, dataset) -> float | None:
+    """Mean p_gen over the reference tokens of `dataset`, teacher-forced; None for a model without a copy head.
+
+    Under DDP every process scores its shard and the sums are added up (the few examples that pad the last
+    distributed batch count twice).
+    """
+    model = trainer.model
+    if getattr(model.config, "model_type", None) != "pointer_generator":
+        return None
+    model.eval()
+    total = torch.zeros(2, dtype=torch.float64, device=trainer.args.device)  # (sum of p_gen, tokens)
+    for batch in trainer.get_test_dataloader(dataset):
+        batch.pop(EXAMPLE_INDEX, None)
+        batch = trainer._prepare_inputs(batch)
+        outputs = model(**batch, output_pointer=True)
+        mask = batch["labels"] != -100  # (B, T)
+        total[0] += outputs.p_gen[mask].double().sum()
+        total[1] += mask.sum()
+    total = trainer.accelerator.reduce(total, reduction="sum") if trainer.args.world_size > 1 else total
+    return float(total[0] / total[1]) if total[1] > 0 else None
+
+
+def decode_predictions(predictions: np.ndarray, oov_words: list[list[str]] | None, tokenizer, vocab_size: int
+                       ) -> list[str]:
+    """Generated ids (rows in dataset order, -100 padded) as text, copied words spliced in from each row's table."""
+    if isinstance(predictions, tuple):
+        predictions = predictions[0]
+    tables = oov_words if oov_words is not None else [None] * len(predictions)
+    return [text.strip() for text in batch_decode_with_oovs(tokenizer, predictions, tables, vocab_size=vocab_size)]
+
+
+def write_predictions(path: str | Path, predictions: list[str]) -> None:
+    """One prediction per line, in dataset order; a line break inside a prediction is written as the two characters
+    `\\n`, so line i is example i."""
+    lines = [p.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n") for p in predictions]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
