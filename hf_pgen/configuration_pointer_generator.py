@@ -72,6 +72,9 @@ class PointerGeneratorConfig(PreTrainedConfig):
     """
 
     model_type = "pointer_generator"
+    # Trainer.predict()/evaluate() return the logits alone (not a tuple with the encoder states), so that
+    # `predictions.argmax(-1)` and preprocess_logits_for_metrics work as users write them.
+    keys_to_ignore_at_inference = ["cache", "past_key_values", "encoder_last_hidden_state"]
     sub_configs_defaults = {"base_config": SubConfigSpec(config_class=AutoConfig, model_type="bart")}
 
     base_config: PreTrainedConfig | dict | None = None

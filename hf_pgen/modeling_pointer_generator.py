@@ -539,6 +539,33 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             self.config.custom_pipelines = copy.deepcopy(CUSTOM_PIPELINES)
         return super().save_pretrained(save_directory, *args, **kwargs)
 
+    def push_to_hub(self, repo_id: str, *args, tags: list[str] | None = None, **kwargs):
+        """As `PreTrainedModel.push_to_hub`; a repository without a model card gets hf_pgen's (pipeline tag, tags,
+        base model, usage snippets that run with and without hf_pgen, copy settings, limitations) instead of
+        Transformers' empty template. An existing card is kept (and tagged)."""
+        from huggingface_hub import ModelCard
+        from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+
+        from .modelcard import render_model_card
+
+        token, revision = kwargs.get("token"), kwargs.get("revision")
+        try:
+            ModelCard.load(repo_id, token=token)
+            had_card = True
+        except (EntryNotFoundError, RepositoryNotFoundError):
+            had_card = False
+        tags = list(dict.fromkeys([*(tags or []), "hf_pgen", "pointer-generator"]))
+        commit = super().push_to_hub(repo_id, *args, tags=tags, **kwargs)
+        if not had_card:
+            full_repo_id = getattr(getattr(commit, "repo_url", None), "repo_id", None) or repo_id
+            base_model = getattr(self.config.base_config, "_name_or_path", None) or None
+            card = render_model_card(self, base_model=base_model, repo_id=full_repo_id, tags=tags)
+            card.push_to_hub(
+                full_repo_id, token=token, revision=revision, create_pr=kwargs.get("create_pr", False),
+                commit_message="Add the hf_pgen model card",
+            )
+        return commit
+
     def resize_token_embeddings(self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, **kwargs):
         """Resize the base's (shared) embeddings and LM head; extended ids then start at the new `vocab_size`."""
         embeddings = self.base.resize_token_embeddings(new_num_tokens, pad_to_multiple_of, **kwargs)

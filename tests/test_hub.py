@@ -5,8 +5,11 @@ the pipeline and the tokenizer all come through huggingface_hub's real download 
 """
 
 import json
+import re
 import subprocess
 import sys
+
+from huggingface_hub import ModelCard
 
 from conftest import run_without_hf_pgen
 from hub_server import HubStorage, client_env, hub_server
@@ -28,9 +31,18 @@ AutoTokenizer.from_pretrained({str(folder)!r}).push_to_hub("tester/copier")
         env = client_env(base_url, tmp_path / "home-upload")
         result = subprocess.run([sys.executable, "-c", push], env=env, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr[-3000:]
-        files = set(HubStorage(tmp_path / "hub").list_files("tester/copier"))
+        storage = HubStorage(tmp_path / "hub")
+        files = set(storage.list_files("tester/copier"))
         assert {"config.json", "model.safetensors", "modeling_pointer_generator.py", "pipeline_pointer_generator.py",
-                "tokenization_pointer_generator.py", "tokenizer.json"} <= files
+                "tokenization_pointer_generator.py", "tokenizer.json", "README.md"} <= files
+        # model.push_to_hub uploads a real card, not Transformers' "[More Information Needed]" template.
+        card = ModelCard(storage.read_file("tester/copier", "README.md").decode())
+        # The base names no task in task_specific_params, so the card serves the generic text2text task.
+        assert card.data.pipeline_tag == "text2text-generation" and card.data.library_name == "transformers"
+        assert {"hf_pgen", "pointer-generator"} <= set(card.data.tags)
+        assert "More Information Needed" not in card.text
+        snippet = re.search(r"```python\n(.*?)```", card.text, re.S).group(1)  # the one for a Python without hf_pgen
+        assert "trust_remote_code=True" in snippet
 
         stdout = run_without_hf_pgen(
             """
@@ -42,6 +54,8 @@ print(json.dumps({"class": type(model).__name__, "out": translator(["Open Nakamu
 """,
             env=client_env(base_url, tmp_path / "home-download"),
         )
+        card_output = run_without_hf_pgen(snippet, env=client_env(base_url, tmp_path / "home-card"))
+    assert "Nakamura" in card_output  # the card's example copies the name
     result = json.loads(stdout.strip().splitlines()[-1])
     assert result["class"] == "PointerGeneratorForConditionalGeneration"
     assert "Nakamura" in result["out"][0]["translation_text"]

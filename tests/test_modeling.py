@@ -517,7 +517,7 @@ def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_w
     seen = []
 
     def compute_metrics(prediction):
-        logits = prediction.predictions[0]  # as for BART: (logits, encoder_last_hidden_state)
+        logits = prediction.predictions  # the logits alone, not a tuple with the encoder states
         seen.append(logits.shape)
         return {"rows": float(logits.shape[0])}
 
@@ -533,7 +533,7 @@ def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_w
                              data_collator=DataCollatorForPointerGenerator(tokenizer, model=model))
     metrics = trainer.evaluate()
     assert metrics["eval_rows"] == 3 and math.isfinite(metrics["eval_loss"])
-    predictions = trainer.predict(rows).predictions[0]
+    predictions = trainer.predict(rows).predictions
     assert predictions.shape == (3, 2, VOCAB + model._max_source_positions()) and seen[0][0] == 3
     # Each row's own slots keep their probabilities; the slots it lacks stay impossible.
     assert math.isfinite(predictions[1, 0, VOCAB]) and predictions[0, 0, VOCAB] == -math.inf
