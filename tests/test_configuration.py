@@ -1,5 +1,5 @@
 import pytest
-from conftest import UNK, tiny_base
+from testing_utils import UNK, tiny_base
 
 from hf_pgen import PointerGeneratorConfig
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import corpus_texts, tiny_base, word_level_tokenizer
+from testing_utils import corpus_texts, tiny_base, word_level_tokenizer
 from transformers import DataCollatorForSeq2Seq
 
 from hf_pgen import PointerGeneratorForConditionalGeneration

@@ -11,7 +11,7 @@ import sys
 
 from huggingface_hub import ModelCard
 
-from conftest import run_without_hf_pgen
+from testing_utils import run_without_hf_pgen
 from hub_server import HubStorage, client_env, hub_server
 
 

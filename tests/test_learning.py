@@ -1,7 +1,7 @@
 """The copy mechanism learns: a tiny model copies words its vocabulary lacks; the same base without copying cannot."""
 
 import torch
-from conftest import corpus_texts
+from testing_utils import corpus_texts
 
 from hf_pgen import batch_decode_with_oovs, encode_with_oovs
 

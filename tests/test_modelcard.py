@@ -10,7 +10,7 @@ from huggingface_hub import ModelCard
 
 import hf_pgen
 from hf_pgen.modelcard import pipeline_task, render_model_card
-from conftest import run_without_hf_pgen, tiny_base
+from testing_utils import run_without_hf_pgen, tiny_base
 
 ROOT = Path(__file__).resolve().parent.parent
 

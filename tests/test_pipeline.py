@@ -6,7 +6,7 @@ import logging
 import datasets
 import pytest
 import torch
-from conftest import corpus_texts, run_without_hf_pgen, tiny_base, word_level_tokenizer
+from testing_utils import corpus_texts, run_without_hf_pgen, tiny_base, word_level_tokenizer
 from transformers import AutoTokenizer, pipeline
 from transformers import pipelines as transformers_pipelines
 from transformers.pipelines.pt_utils import KeyDataset

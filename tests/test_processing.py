@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import corpus_texts, tiny_base, word_level_tokenizer
+from testing_utils import corpus_texts, tiny_base, word_level_tokenizer
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
 from hf_pgen.tokenization_pointer_generator import _warn_if_copies_dropped, decode_with_oovs, encode_with_oovs

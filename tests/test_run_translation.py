@@ -159,7 +159,7 @@ def test_card_snippets_run_without_hf_pgen(runs):
     pipeline Transformers 5 removed (it has no pipeline code of its own), the copy model's through its folder's."""
     import re
 
-    from conftest import run_without_hf_pgen
+    from testing_utils import run_without_hf_pgen
 
     code = []
     for name in ("baseline", "copy"):
@@ -252,7 +252,7 @@ def test_label_smoothing_and_a_tokenizer_without_oov_words(tmp_path, caplog):
 
 def test_copy_settings_are_the_config_fields():
     from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
-    from conftest import tiny_base
+    from testing_utils import tiny_base
 
     flags = {f.name for f in run_translation.dataclasses.fields(run_translation.PointerGeneratorArguments)}
     own = set(PointerGeneratorConfig.__annotations__) - run_translation._NOT_COPY_SETTINGS
@@ -282,7 +282,7 @@ def _mbart_tokenizer(cls_name="MBartTokenizer"):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers.models.mbart.tokenization_mbart import FAIRSEQ_LANGUAGE_CODES
 
-    from conftest import corpus_texts
+    from testing_utils import corpus_texts
 
     raw = Tokenizer(models.Unigram())
     raw.pre_tokenizer = pre_tokenizers.Metaspace()
@@ -521,7 +521,7 @@ def test_push_to_hub_uploads_the_rendered_card(tmp_path):
     with hub_server(tmp_path / "hub") as base_url:
         run_module(args, env=client_env(base_url, tmp_path / "hf_home"), timeout=240)
         # Another machine: no hf_pgen, an empty cache, everything through the Hub's download path.
-        from conftest import run_without_hf_pgen
+        from testing_utils import run_without_hf_pgen
 
         stdout = run_without_hf_pgen(
             f"""

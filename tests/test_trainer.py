@@ -21,7 +21,7 @@ from hf_pgen import (
     encode_with_oovs,
 )
 from hf_pgen.metrics import oov_copy_rate
-from conftest import corpus_texts
+from testing_utils import corpus_texts
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_COLUMNS = ("input_ids", "attention_mask", "extended_input_ids", "labels")
@@ -386,3 +386,19 @@ def test_a_processor_as_processing_class(tokenizer, tmp_path):
     assert "test_chrf" in trainer.predict(data).metrics
     trainer.save_model()
     assert (tmp_path / "out" / "tokenizer.json").is_file() and (tmp_path / "out" / "config.json").is_file()
+
+
+def test_bf16_mixed_precision_trains_and_evaluates_with_copies(tokenizer, tmp_path):
+    """--bf16 (the mixed precision a CPU has; fp16 needs an accelerator): finite smoothed loss, copies in eval."""
+    model = tiny_model(tokenizer)
+    data = copy_task(tokenizer, corpus_texts("validation", limit=32), model.config.vocab_size)
+    trainer = PointerGeneratorSeq2SeqTrainer(
+        model=model, args=training_args(tmp_path, bf16=True, label_smoothing_factor=0.1, max_steps=4,
+                                        predict_with_generate=True, eval_strategy="no"),
+        train_dataset=data, eval_dataset=data, processing_class=tokenizer,
+    )
+    result = trainer.train()
+    assert np.isfinite(result.training_loss) and result.training_loss > 0
+    metrics = trainer.evaluate()
+    assert np.isfinite(metrics["eval_loss"])
+    assert all(torch.isfinite(p).all() for p in model.parameters())
