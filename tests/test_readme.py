@@ -1,22 +1,228 @@
-"""The README's quick start runs as is and copies the out-of-vocabulary words it promises."""
+"""The README's code runs as printed and does what its comments say.
 
+- Quick start: the block, verbatim, in a Python started outside the repository with PYTHONPATH empty (hf_pgen and
+  training/ come from the installed package, as after the README's install line). It must copy the out-of-vocabulary
+  words, keep `%(name)s` intact and print whole translations (not cut at 20 tokens).
+- "Pretrained checkpoints" recipes: the shared fine-tune block plus each family's block, with the Hub id replaced by a
+  stand-in folder built from the same model and tokenizer classes (tests/testing_checkpoints.py) and the training
+  shrunk through the block's `NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS` line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+# The quick start's promises (its `sources` and the comment under them).
+QUICK_START_COPIES = ("Nakamura-Øresund", "Zyxwvut", "Øresund")
+PLACEHOLDERS = ("%(name)s", "%(filename)s")
+
+# The recipes: marker -> (Hub id in the block, stand-in builder name in testing_checkpoints).
+RECIPES = ("opus-mt", "t5-small", "bart-base", "mbart-50")
+PROBE = "Delete 🗑️ {count} files from Café Øresund"
+SIZES = "NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS"
+TEST_SIZES = f"{SIZES} = 32, 16, 4"
+# What each stand-in's vocabulary lacks in PROBE (T5 and the Marian stand-in have no braces; BART is byte-level).
+EXPECTED_OOV = {
+    "opus-mt": [["🗑️", "{", "}", "é", "Ø"]],
+    "t5-small": [["🗑️", "{", "}", "é", "Ø"]],
+    "bart-base": [[]],
+    "mbart-50": [["🗑️", "é", "Ø"]],
+}
+BASE_MODEL_TYPE = {"opus-mt": "marian", "t5-small": "t5", "bart-base": "bart", "mbart-50": "mbart"}
 
 
-def test_quick_start_runs(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Quick start", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+def readme_section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    assert f"\n## {title}" in text, f"README.md has no '## {title}' section"
+    return text.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def recipe_block(marker: str) -> str:
+    """The ```python block of the 'Pretrained checkpoints' section whose first line is `# recipe: <marker>`."""
+    blocks = re.findall(r"```python\n(# recipe: (\S+)\n.*?)```", readme_section("Pretrained checkpoints"), re.S)
+    found = [code for code, name in blocks if name == marker]
+    assert len(found) == 1, (f"expected one '# recipe: {marker}' block, found {len(found)} "
+                             f"(markers: {[n for _, n in blocks]})")
+    return found[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Quick start
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _outside_env(tmp_path: Path) -> dict[str, str]:
+    """A user's shell: no PYTHONPATH (only the installed package), offline, its own HOME and temp folder."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": "", "HOME": str(tmp_path / "home"),
+           "TMPDIR": str(tmp_path / "tmp"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    for name in ("home", "tmp", "cwd"):
+        (tmp_path / name).mkdir()
+    return env
+
+
+def test_quick_start_runs_outside_the_repository(tmp_path):
+    code = re.search(r"```python\n(.*?)```", readme_section("Quick start"), re.S).group(1)
+    env, cwd = _outside_env(tmp_path), tmp_path / "cwd"
+
+    # Where the packages come from when the quick start runs: the installed (editable) package of THIS checkout.
+    probe = subprocess.run(
+        [sys.executable, "-c", "import hf_pgen, training.data, training.tokenizer; print(hf_pgen.__file__); "
+                               "print(training.data.__file__)"],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
     )
+    if "No module named 'training'" in probe.stderr:
+        pytest.fail(f"{sys.executable} does not have training/ installed (the editable install predates its "
+                    "packaging). Reinstall: .venv/bin/pip install -e '.[dev]'")
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    hf_pgen_file, data_file = probe.stdout.split()
+    assert Path(hf_pgen_file).resolve().is_relative_to(ROOT) and Path(data_file).resolve().is_relative_to(ROOT), (
+        f"the installed hf_pgen / training are not this checkout's ({hf_pgen_file}, {data_file}): reinstall with "
+        "pip install -e '.[dev]'")
+
+    # No trust_remote_code: hf_pgen is imported, so pipeline() serves the folder with the installed class.
+    calls = [line for line in code.splitlines() if "pipeline(" in line and not line.lstrip().startswith("#")]
+    assert calls and not any("trust_remote_code" in line.split("#")[0] for line in calls), calls
+
+    result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                            timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout
-    for word in ("Nakamura", "Øresund", "Zyxwvut"):
-        assert word in output, output
+    lines = output.splitlines()
+
+    sources = ast.literal_eval(re.search(r"^sources = (\[.*?\])$", code, re.S | re.M).group(1))
+    # The pipeline's translations (the last lines): every source verbatim, i.e. copied words, placeholders intact...
+    assert lines[-len(sources):] == sources, output
+    for text in (*QUICK_START_COPIES, *PLACEHOLDERS):
+        assert text in output, (text, output)
+    assert "%( name ) s" not in output  # the old tokenizer's decoding (no decoder)
+    # ... and whole: the longest has more than generate()'s default 20 tokens (words and punctuation, at least).
+    longest = max(sources, key=len)
+    assert len(re.findall(r"\w+|[^\w\s]", longest)) > 20 and longest in lines
+
+    # The model went to a temporary folder, not to the working directory.
+    assert not any(cwd.iterdir()), list(cwd.iterdir())
+    assert list((tmp_path / "tmp").glob("*/config.json")), "no saved model folder under TMPDIR"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Pretrained checkpoints: recipes against offline stand-ins
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def stand_in(tmp_path_factory):
+    from testing_checkpoints import build_checkpoint
+
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in built:
+            built[name] = build_checkpoint(name, tmp_path_factory.mktemp(f"stand-in-{name}"))
+        return built[name]
+
+    return get
+
+
+def test_every_recipe_block_names_its_checkpoint_and_the_shared_sizes():
+    from testing_checkpoints import CHECKPOINTS
+
+    assert set(CHECKPOINTS) == set(RECIPES)
+    shared = recipe_block("fine-tune")
+    assert len(re.findall(rf"^{SIZES} = .+$", shared, re.M)) == 1, f"the shared block must set `{SIZES} = ...` once"
+    for name in RECIPES:
+        code = recipe_block(name)
+        hub_id = CHECKPOINTS[name][0]
+        assert f'"{hub_id}"' in code, f"recipe {name} does not load {hub_id!r}"
+        assert PROBE in code and "fine_tune(model, processor" in code and 'pipeline("translation' in code
+
+
+def _metrics_line(output: str) -> dict:
+    line = next(line for line in output.splitlines() if line.startswith("{'eval_loss'"))
+    return ast.literal_eval(line)
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_recipe_runs_against_a_stand_in(name, stand_in, tmp_path, monkeypatch, capsys):
+    from testing_checkpoints import CHECKPOINTS
+    from transformers import AutoConfig
+
+    from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorText2TextPipeline
+
+    hub_id = CHECKPOINTS[name][0]
+    folder = stand_in(name)
+    code = recipe_block("fine-tune") + "\n" + recipe_block(name)
+    code = re.sub(rf"^{SIZES} = .+$", TEST_SIZES, code, flags=re.M)
+    code = code.replace(f'"{hub_id}"', repr(str(folder)))
+    assert f'"{hub_id}"' not in code  # nothing reaches for the Hub
+    monkeypatch.chdir(tmp_path)  # the recipe writes its output folder into the working directory
+    namespace: dict = {"__name__": "__readme__"}
+    exec(compile(code, f"README.md recipe {name}", "exec"), namespace)
+    output = capsys.readouterr().out
+    lines = output.splitlines()
+    tokenizer, processor, batch = namespace["tokenizer"], namespace["processor"], namespace["batch"]
+    base_width = AutoConfig.from_pretrained(folder).vocab_size
+
+    # The processor takes the model's width (T5: past the tokenizer), and marks what the vocabulary lacks.
+    assert processor.vocab_size == base_width >= len(tokenizer)
+    assert batch["oov_words"] == EXPECTED_OOV[name] and str(batch["oov_words"]) in lines
+    plain = tokenizer.batch_decode(batch["input_ids"], skip_special_tokens=True)
+    assert str(plain) in lines
+    if EXPECTED_OOV[name] == [[]]:  # byte-level: exact without copying, nothing to recover
+        assert plain == [PROBE]
+    else:  # without copying the characters vanish; a perfect copy gives them back byte for byte
+        assert not any(slot in plain[0] for slot in EXPECTED_OOV[name][0])
+        assert str([PROBE]) in lines
+
+    # Trained and evaluated with the copies decoded; label smoothing went to the model, so the loss is finite.
+    metrics = _metrics_line(output)
+    for key in ("eval_loss", "eval_bleu", "eval_chrf", "eval_placeholder_preservation", "eval_gen_len"):
+        assert key in metrics and math.isfinite(metrics[key]), (key, metrics)
+
+    # Saved as one pointer-generator folder (weights, config with the base's, tokenizer, code), served by pipeline().
+    (saved,) = [path for path in tmp_path.iterdir() if path.is_dir()]
+    config = json.loads((saved / "config.json").read_text())
+    assert config["model_type"] == "pointer_generator"
+    assert config["base_config"]["model_type"] == BASE_MODEL_TYPE[name]
+    assert (saved / "modeling_pointer_generator.py").exists() and (saved / "tokenizer_config.json").exists()
+    translator = namespace["translator"]
+    assert isinstance(translator, PointerGeneratorText2TextPipeline)
+    assert isinstance(translator.model, PointerGeneratorForConditionalGeneration)
+    assert translator.model.config.vocab_size == base_width
+    (printed,) = [ast.literal_eval(line) for line in lines if line.startswith("[{'translation_text'")]
+    assert len(printed) == 1 and isinstance(printed[0]["translation_text"], str)
+
+    if name == "t5-small":  # the pipeline adds the prefix the model was fine-tuned with
+        assert translator.prefix == "translate English to German: "
+        assert 'prefix="translate English to German: "' in recipe_block(name)
+    if name == "mbart-50":  # en_XX before sources, de_DE before labels and as the first generated token
+        en, de = tokenizer.convert_tokens_to_ids("en_XX"), tokenizer.convert_tokens_to_ids("de_DE")
+        pair = processor("Open", text_target="Öffnen")
+        assert pair["input_ids"][0] == en and pair["labels"][0] == de
+        assert json.loads((saved / "generation_config.json").read_text())["forced_bos_token_id"] == de
+        (result,) = translator(["Delete files"], return_tensors=True, num_beams=1)
+        ids = torch.as_tensor(result["translation_token_ids"]).tolist()
+        if ids[0] == translator.model.generation_config.decoder_start_token_id:
+            ids = ids[1:]
+        assert ids[0] == de, ids[:4]
