@@ -22,7 +22,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-__all__ = ["render_model_card", "usage_snippet", "pipeline_task", "is_hub_id"]
+__all__ = ["render_model_card", "usage_snippet", "pipeline_task", "is_hub_id", "hub_has_model_card", "push_model_card"]
 
 TASKS = ("translation", "summarization", "text2text-generation")
 _OUTPUT_KEYS = {"translation": "translation_text", "summarization": "summary_text",
@@ -217,6 +217,26 @@ _CITATION = """## Citation
 }
 ```
 """
+
+
+def hub_has_model_card(repo_id: str, token: str | None = None) -> bool:
+    """Whether the Hub repository `repo_id` exists and already has a README.md (a card its owner may have written)."""
+    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+
+    try:
+        ModelCard.load(repo_id, token=token)
+    except (EntryNotFoundError, RepositoryNotFoundError):
+        return False
+    return True
+
+
+def push_model_card(model, repo_id: str, *, tags: list[str] | None = None, token: str | None = None,
+                    revision: str | None = None, create_pr: bool = False):
+    """Render `model`'s card (`render_model_card`) and upload it as the README.md of `repo_id`."""
+    base_model = getattr(_base_config(model), "_name_or_path", None) or None
+    card = render_model_card(model, base_model=base_model, repo_id=repo_id, tags=tags)
+    return card.push_to_hub(repo_id, token=token, revision=revision, create_pr=create_pr,
+                            commit_message="Add the hf_pgen model card")
 
 
 def _base_config(model):

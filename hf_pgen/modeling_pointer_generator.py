@@ -546,26 +546,17 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """As `PreTrainedModel.push_to_hub`; a repository without a model card gets hf_pgen's (pipeline tag, tags,
         base model, usage snippets that run with and without hf_pgen, copy settings, limitations) instead of
         Transformers' empty template. An existing card is kept (and tagged)."""
-        from huggingface_hub import ModelCard
-        from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+        from .modelcard import hub_has_model_card, push_model_card
 
-        from .modelcard import render_model_card
-
-        token, revision = kwargs.get("token"), kwargs.get("revision")
-        try:
-            ModelCard.load(repo_id, token=token)
-            had_card = True
-        except (EntryNotFoundError, RepositoryNotFoundError):
-            had_card = False
+        token = kwargs.get("token")
+        had_card = hub_has_model_card(repo_id, token=token)
         tags = list(dict.fromkeys([*(tags or []), "hf_pgen", "pointer-generator"]))
         commit = super().push_to_hub(repo_id, *args, tags=tags, **kwargs)
         if not had_card:
             full_repo_id = getattr(getattr(commit, "repo_url", None), "repo_id", None) or repo_id
-            base_model = getattr(self.config.base_config, "_name_or_path", None) or None
-            card = render_model_card(self, base_model=base_model, repo_id=full_repo_id, tags=tags)
-            card.push_to_hub(
-                full_repo_id, token=token, revision=revision, create_pr=kwargs.get("create_pr", False),
-                commit_message="Add the hf_pgen model card",
+            push_model_card(
+                self, full_repo_id, tags=tags, token=token, revision=kwargs.get("revision"),
+                create_pr=kwargs.get("create_pr", False),
             )
         return commit
 

@@ -12,6 +12,15 @@ def family(request):
     return request.param
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Modules that train or run subprocesses use one torch thread (as CI's 2 cores are shared), then restore it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(params=TEST_CASES)
 def case(request):
     """(family, pointer, coverage): one row of the TEST_CASES table."""

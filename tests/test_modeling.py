@@ -563,3 +563,25 @@ def test_constructor_leaves_the_config_alone_and_save_serves_the_pipelines(tmp_p
     assert set(saved["custom_pipelines"]) == {"translation", "summarization", "text2text-generation"}
     assert (tmp_path / "pipeline_pointer_generator.py").exists()
     assert not (tmp_path / "generation_pointer_generator.py").exists()
+
+
+def test_saved_code_imports_only_what_a_python_without_hf_pgen_has(tmp_path):
+    """Every module a saved folder carries (modeling and all it imports relatively, pipeline, processor, card) must
+    load with trust_remote_code in a Python that has only torch and transformers (with huggingface_hub)."""
+    import ast
+    import sys
+
+    wrap("bart").save_pretrained(tmp_path)
+    modules = sorted(tmp_path.glob("*.py"))
+    assert {"modeling_pointer_generator.py", "pipeline_pointer_generator.py", "processing_pointer_generator.py",
+            "modelcard.py"} <= {m.name for m in modules}
+    for module in modules:
+        roots = set()
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                roots |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                roots.add(node.module.split(".")[0])
+        # The card module renders with huggingface_hub (which every transformers install has); the rest needs less.
+        allowed = {"torch", "transformers"} | ({"huggingface_hub"} if module.name == "modelcard.py" else set())
+        assert roots - set(sys.stdlib_module_names) <= allowed, module.name

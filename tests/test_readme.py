@@ -123,12 +123,7 @@ def test_quick_start_runs_outside_the_repository(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="session")

@@ -27,12 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL_COLUMNS = ("input_ids", "attention_mask", "extended_input_ids", "labels")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
