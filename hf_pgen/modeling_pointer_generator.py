@@ -239,8 +239,8 @@ def _word_mass(pointer_attention: torch.Tensor, first: torch.Tensor) -> torch.Te
 class PointerAttention(nn.Module):
     """Single-head bilinear attention from decoder states over encoder states, with optional coverage.
 
-    score(t, i) = (q_t W_k) . h_i / sqrt(A) + c_i^t * w(q_t), where c^t is the sum of earlier attentions. Folding the
-    key projection into the query means encoder states are never re-projected, so nothing extra needs caching.
+    score(t, i) = q_t . (W_k h_i) / sqrt(A) + c_i^t * w(q_t), where c^t is the sum of earlier attentions. The keys
+    W_k h_i depend on the source only: generation projects them once (`keys`) and reuses them at every step.
     """
 
     def __init__(self, decoder_dim: int, encoder_dim: int, attention_dim: int, coverage: bool):
@@ -251,22 +251,25 @@ class PointerAttention(nn.Module):
         # Per-query weight of the coverage feature; zero-initialised so coverage starts neutral and learns its sign.
         self.coverage_weight = nn.Linear(decoder_dim, 1) if coverage else None
 
+    def keys(self, encoder_states: torch.Tensor) -> torch.Tensor:
+        """(B, S, D_enc) -> (B, S, A)."""
+        return self.key(encoder_states)
+
     def forward(
         self,
         decoder_states: torch.Tensor,
-        encoder_states: torch.Tensor,
+        keys: torch.Tensor,
         encoder_mask: torch.Tensor | None,
         coverage: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
         Args:
-            decoder_states: (B, T, D_dec); encoder_states: (B, S, D_enc); encoder_mask: (B, S), 1 = attend.
+            decoder_states: (B, T, D_dec); keys: (B, S, A) from `keys(encoder_states)`; encoder_mask: (B, S), 1 = attend.
             coverage: (B, S) attention summed over the target positions before this call, or None (zeros).
         Returns:
             attention (B, T, S) float32, and the per-step coverage before each step (B, T, S) (None without coverage).
         """
-        query = self.query(decoder_states) @ self.key.weight  # (B, T, D_enc)
-        scores = torch.bmm(query, encoder_states.transpose(1, 2)).float() * self.scale  # (B, T, S)
+        scores = torch.bmm(self.query(decoder_states), keys.transpose(1, 2)).float() * self.scale  # (B, T, S)
         if encoder_mask is not None:
             scores = scores.masked_fill(~encoder_mask.bool().unsqueeze(1), torch.finfo(scores.dtype).min)
         if self.coverage_weight is None:
@@ -292,13 +295,18 @@ class PointerGeneratorCache(EncoderDecoderCache):
     key/value cache, and, fixed for a generation, the OOV slot count and the grouping of repeated source words (B, S).
     """
 
-    _PER_ROW_STATE = ("coverage_history", "source_first_occurrence")
+    # Beam search only permutes hypotheses within each example, so what depends on the source alone needs no
+    # reordering; contrastive search and assisted decoding select and repeat rows, which moves everything.
+    _PER_HYPOTHESIS_STATE = ("coverage_history",)
+    _SOURCE_STATE = ("source_first_occurrence", "pointer_keys", "switch_context_scores")
 
     def __init__(self, *caches):
         super().__init__(*caches)
         self.coverage_history: torch.Tensor | None = None  # (B, T_done, S)
         self.num_extended_slots: int | None = None
         self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
+        self.pointer_keys: torch.Tensor | None = None  # (B, S, A): the dedicated pointer's keys
+        self.switch_context_scores: torch.Tensor | None = None  # (B, S): the copy switch's weight on each source state
 
     @property
     def pointer_coverage(self) -> torch.Tensor | None:
@@ -322,27 +330,29 @@ class PointerGeneratorCache(EncoderDecoderCache):
         wrapped.is_updated = dict(cache.is_updated)
         return wrapped
 
-    def _map_rows(self, fn) -> None:
-        for name in self._PER_ROW_STATE:
+    def _map_rows(self, fn, names) -> None:
+        for name in names:
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, fn(value))
 
     def reorder_cache(self, beam_idx: torch.LongTensor):
         super().reorder_cache(beam_idx)
-        self._map_rows(lambda value: value.index_select(0, beam_idx.to(value.device)))
+        self._map_rows(lambda value: value.index_select(0, beam_idx.to(value.device)), self._PER_HYPOTHESIS_STATE)
 
     def batch_repeat_interleave(self, repeats: int):
         super().batch_repeat_interleave(repeats)
-        self._map_rows(lambda value: value.repeat_interleave(repeats, dim=0))
+        self._map_rows(lambda value: value.repeat_interleave(repeats, dim=0), self._PER_HYPOTHESIS_STATE + self._SOURCE_STATE)
 
     def batch_select_indices(self, indices: torch.Tensor):
         super().batch_select_indices(indices)
-        self._map_rows(lambda value: value[indices])
+        self._map_rows(lambda value: value[indices], self._PER_HYPOTHESIS_STATE + self._SOURCE_STATE)
 
     def reset(self):
         super().reset()
-        self.coverage_history = self.source_first_occurrence = self.num_extended_slots = None
+        self.coverage_history = self.num_extended_slots = None
+        for name in self._SOURCE_STATE:
+            setattr(self, name, None)
 
 
 @dataclass
@@ -399,14 +409,29 @@ class PointerGeneratorPreTrainedModel(PreTrainedModel):
 
 
 class CopySwitch(nn.Linear):
-    """p_gen logit from [pointer context; decoder state; decoder input embedding]."""
+    """p_gen logit from [pointer context; decoder state; decoder input embedding] (one linear layer).
 
-    def __init__(self, input_dim: int):
-        super().__init__(input_dim, 1)
+    The context is the pointer-weighted sum of encoder states, so its term w_c . sum_i a_i h_i equals
+    sum_i a_i (w_c . h_i): the per-source scores `context_scores(encoder_states)` are computed once per source and each
+    step only mixes them with the attention, instead of building the (B, T, D_enc) context.
+    """
 
-    def forward(self, context: torch.Tensor, decoder_states: torch.Tensor, input_embeds: torch.Tensor) -> torch.Tensor:
-        features = torch.cat([context.to(decoder_states.dtype), decoder_states, input_embeds], dim=-1)  # (B, T, ·)
-        return super().forward(features).squeeze(-1).float()  # (B, T)
+    def __init__(self, context_dim: int, state_dim: int, embed_dim: int):
+        super().__init__(context_dim + state_dim + embed_dim, 1)
+        self.context_dim = context_dim
+
+    def context_scores(self, encoder_states: torch.Tensor) -> torch.Tensor:
+        """(B, S, D_enc) -> (B, S) float32."""
+        return F.linear(encoder_states, self.weight[:, : self.context_dim]).squeeze(-1).float()
+
+    def forward(
+        self, attention: torch.Tensor, context_scores: torch.Tensor, decoder_states: torch.Tensor,
+        input_embeds: torch.Tensor,
+    ) -> torch.Tensor:
+        """attention (B, T, S), context_scores (B, S), decoder_states (B, T, D_dec), input_embeds (B, T, E) -> (B, T)."""
+        context_term = torch.bmm(attention.float(), context_scores.unsqueeze(-1)).squeeze(-1)  # (B, T)
+        rest = torch.cat([decoder_states, input_embeds], dim=-1)  # (B, T, D_dec + E)
+        return F.linear(rest, self.weight[:, self.context_dim :], self.bias).squeeze(-1).float() + context_term
 
 
 class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, GenerationMixin):
@@ -443,7 +468,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             )
         else:
             self.pointer = None
-        self.copy_switch = CopySwitch(encoder_dim + decoder_dim + embed_dim)
+        self.copy_switch = CopySwitch(encoder_dim, decoder_dim, embed_dim)
         self.post_init()
 
     # -- construction ---------------------------------------------------------------------------------------------
@@ -695,17 +720,17 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         decoder_states, self._decoder_states = self._decoder_states, None  # (B, T, D_dec)
         encoder_states = base_outputs.encoder_last_hidden_state  # (B, S, D_enc)
 
+        keys, context_scores = self._source_features(encoder_states, cache)  # (B, S, A) or None, (B, S)
         pointer_attention, coverage_before = self._pointer_attention(
-            decoder_states, encoder_states, attention_mask, base_outputs.cross_attentions, previous_coverage
+            decoder_states, keys, attention_mask, base_outputs.cross_attentions, previous_coverage
         )  # (B, T, S), (B, T, S)
         if isinstance(cache, PointerGeneratorCache) and self.config.coverage and self.pointer is not None:
             # Only the dedicated pointer's scores read coverage back at later steps.
             cache.append_coverage(coverage_before + pointer_attention)
 
-        context = torch.bmm(pointer_attention.to(encoder_states.dtype), encoder_states)  # (B, T, D_enc)
-        if decoder_inputs_embeds is None:
-            decoder_inputs_embeds = self.base.get_input_embeddings()(decoder_input_ids)  # (B, T, E)
-        switch_logit = self._switch_logit(context, decoder_states, decoder_inputs_embeds)  # (B, T)
+        switch_logit = self._switch_logit(
+            pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
+        )  # (B, T)
 
         vocab_logits = base_outputs.logits  # (B, T, V)
         loss = coverage_loss = logits = None
@@ -757,9 +782,19 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         )
         return output if return_dict else output.to_tuple()
 
-    def _pointer_attention(self, decoder_states, encoder_states, attention_mask, cross_attentions, coverage):
+    def _source_features(self, encoder_states: torch.Tensor, cache) -> tuple[torch.Tensor | None, torch.Tensor]:
+        # The pointer's keys and the switch's per-source scores depend on the source only: once per generation.
+        if isinstance(cache, PointerGeneratorCache) and cache.switch_context_scores is not None:
+            return cache.pointer_keys, cache.switch_context_scores
+        keys = self.pointer.keys(encoder_states) if self.pointer is not None else None
+        context_scores = self.copy_switch.context_scores(encoder_states)
+        if isinstance(cache, PointerGeneratorCache):
+            cache.pointer_keys, cache.switch_context_scores = keys, context_scores
+        return keys, context_scores
+
+    def _pointer_attention(self, decoder_states, keys, attention_mask, cross_attentions, coverage):
         if self.pointer is not None:
-            attention, coverage_before = self.pointer(decoder_states, encoder_states, attention_mask, coverage)
+            attention, coverage_before = self.pointer(decoder_states, keys, attention_mask, coverage)
         else:
             layer = cross_attentions[self.config.pointer_layer]  # (B, H, T, S)
             heads = self.config.pointer_heads
@@ -822,12 +857,16 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 "use hf_pgen.PointerGeneratorSeq2SeqTrainer, which passes label_smoothing_factor to the model."
             )
 
-    def _switch_logit(self, context, decoder_states, decoder_inputs_embeds) -> torch.Tensor:
+    def _switch_logit(
+        self, pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
+    ) -> torch.Tensor:
         if self.config.force_p_gen is not None:
             p = self.config.force_p_gen
             value = math.inf if p == 1.0 else -math.inf if p == 0.0 else math.log(p / (1.0 - p))
             return decoder_states.new_full(decoder_states.shape[:2], value, dtype=torch.float32)
-        return self.copy_switch(context, decoder_states, decoder_inputs_embeds)
+        if decoder_inputs_embeds is None:
+            decoder_inputs_embeds = self.base.get_input_embeddings()(decoder_input_ids)  # (B, T, E)
+        return self.copy_switch(pointer_attention, context_scores, decoder_states, decoder_inputs_embeds)
 
     # -- input checks ---------------------------------------------------------------------------------------------
 
