@@ -15,6 +15,7 @@ from .modeling_pointer_generator import (
 )
 from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline, _register_pipeline_tasks
 from .processing_pointer_generator import PointerGeneratorProcessor
+from .protection_pointer_generator import ProtectedSpansLogitsProcessor, find_protected_spans
 from .tokenization_pointer_generator import batch_decode_with_oovs, decode_with_oovs, encode_with_oovs
 from .trainer_pointer_generator import (
     PointerGeneratorEvalPrediction,
@@ -46,6 +47,8 @@ __all__ = [
     "decode_with_oovs",
     "batch_decode_with_oovs",
     "PointerGeneratorProcessor",
+    "ProtectedSpansLogitsProcessor",
+    "find_protected_spans",
     "PointerGeneratorSeq2SeqTrainer",
     "PointerGeneratorEvalPrediction",
     "build_compute_metrics",

@@ -21,7 +21,6 @@ Empty aggregates (no source with a placeholder, no copyable OOV word) are ``nan`
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -41,118 +40,19 @@ __all__ = [
     "ChrF",
 ]
 
-_ICU_SIMPLE_TYPES = r"(?:number|integer|date|time|datetime|spellout|ordinal|duration)"
-_ICU_COMPLEX_TYPES = r"(?:plural|selectordinal|select|choice)"
-_PRINTF_FLAGS = r"[-#0+']*"  # no space flag: "50% off" must not read as "% o"
-_PRINTF_WIDTH = r"(?:\*|\d+)?(?:\.(?:\*|\d+))?"
-_PRINTF_LENGTH = r"(?:hh|h|ll|l|L|q|j|z|t|I64|I32)?"
-# Element names that count as markup; "<new column>" or "<username>" in a message is text to translate.
-_HTML_ELEMENTS = (
-    "a|abbr|acronym|address|b|bdi|bdo|big|blockquote|body|br|button|caption|center|cite|code|col|dd|del|details|dfn|"
-    "div|dl|dt|em|font|footer|form|h[1-6]|head|header|hr|html|i|iframe|img|input|ins|kbd|label|li|link|main|mark|"
-    "meta|nav|ol|option|p|pre|q|s|samp|section|select|small|span|strike|strong|sub|summary|sup|table|tbody|td|"
-    "textarea|tfoot|th|thead|time|title|tr|tt|u|ul|var|wbr"
-)
-_ATTRIBUTES = r"""(?:\s+[A-Za-z_:@][-\w:.@]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+))?)*"""
+# The grammar lives in hf_pgen.placeholders (standard library only), shared with protected decoding: one pattern.
+try:
+    from .placeholders import PLACEHOLDER_PATTERN, extract_placeholders
+except ImportError:  # this file loaded on its own, outside the package: its sibling sits next to it
+    import importlib.util as _importlib_util
+    import os as _os
 
-# Alternatives are tried left to right at each position: longer / more specific forms first.
-PLACEHOLDER_PATTERN = re.compile(
-    "|".join(
-        [
-            # URLs (trailing sentence punctuation is not part of them).
-            r"(?P<url>(?:(?:https?|ftp)://|www\.)[\w\[][^\s<>\"'`\u201c\u201d\u2018\u2019]*"
-            r"[^\s<>\"'`\u201c\u201d\u2018\u2019.,;:!?)\]}])",
-            # Markup: known HTML elements with any attributes (<b>, </a>, <br/>, <a href="...">), numbered rich-text
-            # tags (<0>, </1>, <2/>), and any element that has at least one attribute with a value.
-            r"(?P<tag></?(?i:" + _HTML_ELEMENTS + r")" + _ATTRIBUTES + r"\s*/?>|</?\d+\s*/?>"
-            r"|<[A-Za-z][-\w:.]*(?:\s+[A-Za-z_:@][-\w:.@]*\s*=\s*(?:\"[^\"]*\"|'[^']*'))+\s*/?>)",
-            # Template variables: {{ name }}, {{name|filter}}, ${name}, #{name}, %{name}.
-            r"(?P<double>\{\{[^{}\n]{1,80}\}\})",
-            r"(?P<dollar>[$#%]\{[A-Za-z_][\w.\-]*\})",
-            # ICU MessageFormat simple arguments, whole: {n, number}, {d, date, short}.
-            r"(?P<icu>\{\s*[A-Za-z_0-9][\w.]*\s*,\s*" + _ICU_SIMPLE_TYPES + r"\s*(?:,\s*[^{}\s][^{}]*)?\})",
-            # str.format / .NET / Java MessageFormat: {}, {0}, {name}, {0:.2f}, {name!r}, {obj.attr}, {items[0]}.
-            r"(?P<brace>\{(?:[A-Za-z_]\w*|\d+)?(?:\.[A-Za-z_]\w*|\[[^\[\]{}]*\])*(?:![rsa])?(?::[^{}]*)?\})",
-            # printf: an escaped percent first (consumed so that "%%s" is not read as "%s", but not counted).
-            r"(?P<escaped>%%)",
-            r"(?P<pynamed>%\([^()\s]+\)" + _PRINTF_FLAGS + _PRINTF_WIDTH + r"[diouxXeEfFgGcrsa])",
-            r"(?P<printf>%(?:\d+\$)?" + _PRINTF_FLAGS + _PRINTF_WIDTH + _PRINTF_LENGTH + r"[diouxXeEfFgGcsSpa@])",
-            # Qt / Windows positional arguments: %1, %2, %L1.
-            r"(?P<positional>%L?\d+)",
-        ]
+    _spec = _importlib_util.spec_from_file_location(
+        "_hf_pgen_placeholders", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "placeholders.py")
     )
-)
-# ICU plural/select/...: "{count, plural, one {# item} other {# items}}". The head "{count, plural," must survive;
-# the sub-messages are translated text that may hold placeholders of their own.
-_ICU_COMPLEX_HEAD = re.compile(r"\{\s*([A-Za-z_0-9][\w.]*)\s*,\s*(" + _ICU_COMPLEX_TYPES + r")\s*,")
-
-
-def _scan(text: str, found: list[str]) -> None:
-    for match in PLACEHOLDER_PATTERN.finditer(text):
-        if match.lastgroup == "escaped":
-            continue
-        value = match.group(0)
-        if match.lastgroup in ("icu", "double"):
-            value = re.sub(r"\s+", " ", value)
-        found.append(value)
-
-
-def _closing_brace(text: str, start: int) -> int | None:
-    """Index of the brace closing the one opened just before ``start`` (depth 1), or None if unbalanced."""
-    depth = 1
-    for index in range(start, len(text)):
-        char = text[index]
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
-
-
-def _extract(text: str, found: list[str]) -> None:
-    position = 0
-    while True:
-        head = _ICU_COMPLEX_HEAD.search(text, position)
-        if head is None:
-            _scan(text[position:], found)
-            return
-        _scan(text[position : head.start()], found)
-        found.append(f"{{{head.group(1)}, {head.group(2)},")
-        end = _closing_brace(text, head.end())
-        if end is None:  # unbalanced: keep the head, read the rest as plain text
-            position = head.end()
-            continue
-        # Sub-messages sit at depth 1 inside the block: "one {...} other {...}".
-        body, index = text[head.end() : end], 0
-        while index < len(body):
-            if body[index] == "{":
-                close = _closing_brace(body, index + 1)
-                if close is None:
-                    break
-                _extract(body[index + 1 : close], found)
-                index = close + 1
-            else:
-                index += 1
-        position = end + 1
-
-
-def extract_placeholders(text: str) -> list[str]:
-    """The placeholders of ``text`` in order of appearance, repeats included.
-
-    Recognised: URLs; HTML tags of known elements (``<b>``, ``</a>``, ``<br/>``, ``<a href="...">``), numbered
-    rich-text tags (``<0>``, ``</0>``) and any tag with a valued attribute; ``{{ var }}`` / ``${var}`` / ``%{var}``;
-    ICU arguments (``{n, number}`` whole; for ``{n, plural, one {...} other {...}}`` the head ``{n, plural,`` plus
-    the placeholders inside the sub-messages, whose braces are not placeholders); brace fields (``{}``, ``{0}``,
-    ``{name}``, ``{0:.2f}``); printf (``%s``, ``%5.2f``, ``%1$s``, ``%lu``); Python named (``%(name)s``) and
-    positional ``%1``. ``%%`` is an escaped percent sign, not a placeholder. Whitespace inside ICU arguments and
-    ``{{ }}`` is normalised to single spaces.
-    """
-    found: list[str] = []
-    if text:
-        _extract(text, found)
-    return found
+    _placeholders = _importlib_util.module_from_spec(_spec)
+    _spec.loader.exec_module(_placeholders)
+    PLACEHOLDER_PATTERN, extract_placeholders = _placeholders.PLACEHOLDER_PATTERN, _placeholders.extract_placeholders
 
 
 def placeholders_preserved(source: str, prediction: str) -> bool | None:

@@ -29,6 +29,7 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import logging
 
 from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig
+from .protection_pointer_generator import PROTECTED_SPANS_KEY, _protection_processors, _warn_missing_spans
 
 logger = logging.get_logger(__name__)
 
@@ -923,6 +924,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """
         for key in _DECODING_ONLY_KEYS:
             kwargs.pop(key, None)
+        protected_spans = kwargs.pop(PROTECTED_SPANS_KEY, None)  # processor(..., protect=...): guaranteed copies
+        if protected_spans:
+            width = self.config.vocab_size if self.config.force_p_gen == 1.0 else None  # copying off: no copy ids
+            kwargs["logits_processor"] = _protection_processors(protected_spans, self.generation_config, kwargs, width)
         source_ids = inputs if inputs is not None else kwargs.get("input_ids")
         if kwargs.get("extended_input_ids") is None:
             # The pointer needs the source ids at every step, but generate() hands forward only the encoder outputs.
@@ -935,7 +940,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 "generate() got encoder_outputs without the source ids the pointer copies from: pass "
                 "extended_input_ids (or input_ids) as well."
             )
-        return super().generate(inputs, *args, **kwargs)
+        outputs = super().generate(inputs, *args, **kwargs)
+        if protected_spans:
+            _warn_missing_spans(kwargs["logits_processor"], outputs)  # spans the length limit cut, by name
+        return outputs
 
     def _get_candidate_generator(self, *args, **kwargs):
         generator = super()._get_candidate_generator(*args, **kwargs)

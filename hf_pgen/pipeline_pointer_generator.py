@@ -47,6 +47,12 @@ from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
 from .processing_pointer_generator import PointerGeneratorProcessor
+from .protection_pointer_generator import (
+    PROTECTED_SPANS_KEY,
+    _check_protect,
+    _protection_processors,
+    _warn_missing_spans,
+)
 from .tokenization_pointer_generator import _tokenizer_width
 
 logger = logging.get_logger(__name__)
@@ -89,6 +95,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     - `src_lang` / `tgt_lang`: language codes for multilingual bases (mBART, M2M100): the tokenizer's source language,
       and the forced first generated token. With such a tokenizer, `translation_en_to_fr` sets them, as in v4.
     - `clean_up_tokenization_spaces` (default False, as v4).
+    - `protect`: guaranteed copies (off by default): `"placeholders"`, `"oov"` (copying models only), a regular
+      expression or a list of literal strings; every protected span of a source comes out exactly as often as the
+      source holds it (see `hf_pgen.protection_pointer_generator`). Works for plain encoder-decoders too.
     """
 
     _load_processor = False
@@ -147,9 +156,18 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         return_tensors: bool | None = None,
         return_text: bool | None = None,
         clean_up_tokenization_spaces: bool | None = None,
+        protect: Any = None,
         **generate_kwargs,
     ):
         preprocess = {}
+        if protect is not None:
+            _check_protect(protect)  # a bad pattern fails before any work
+            if protect == "oov" and not self._copies:
+                raise ValueError(
+                    'protect="oov" needs a copying model (a pointer-generator): out-of-vocabulary words can only come '
+                    'out by copying. Use protect="placeholders", a regular expression or literal strings.'
+                )
+            preprocess["protect"] = protect
         if prefix is not None:
             preprocess["prefix"] = prefix
         if truncation is not None:
@@ -202,19 +220,25 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     # -- the three stages ------------------------------------------------------------------------------------------
 
     def preprocess(
-        self, text: str, prefix: str | None = None, truncation: bool | str | None = None, src_lang: str | None = None
+        self,
+        text: str,
+        prefix: str | None = None,
+        truncation: bool | str | None = None,
+        src_lang: str | None = None,
+        protect: Any = None,
     ) -> dict[str, Any]:
         _check_text(text)
         if src_lang is not None:
             self.tokenizer.src_lang = src_lang  # mBART/M2M100 tokenizers add the language code from this
         source = (self.prefix if prefix is None else prefix) + text
+        protection = {} if protect is None else {"protect": protect}
         if truncation is False:
-            encoding, table = self._encode(source, truncation=False)
+            encoding, table = self._encode(source, truncation=False, **protection)
         else:
             limit = self._max_source_length()
             encoding, table = self._encode(
                 source, truncation=True if truncation is None else truncation, max_length=limit,
-                return_num_truncated_tokens=True,
+                return_num_truncated_tokens=True, **protection,
             )
             removed = encoding["num_truncated_tokens"][0]  # counted by the same tokenization
             if removed and truncation is None:
@@ -227,6 +251,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         model_inputs = {key: encoding[key] for key in keys if key in encoding}  # (1, S) each
         model_inputs["oov_words"] = table  # a tuple: batching gathers one per example (see _one_table_per_example)
         model_inputs["is_blank"] = torch.tensor([not text.strip()])
+        if protect is not None:
+            model_inputs[PROTECTED_SPANS_KEY] = encoding[PROTECTED_SPANS_KEY][0]  # a dict: batching makes a list
         return model_inputs
 
     def _forward(self, model_inputs: dict[str, Any], **generate_kwargs) -> dict[str, Any]:
@@ -239,7 +265,18 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             )
         defaults = self._length_defaults(generate_kwargs, input_ids)
         generate_kwargs = self._prepare_generate_kwargs(generate_kwargs, **defaults)
+        protected = model_inputs.get(PROTECTED_SPANS_KEY)
+        if protected is not None:
+            protected = [protected] if isinstance(protected, dict) else list(protected)
+            if self._copies:
+                inputs[PROTECTED_SPANS_KEY] = protected  # the model installs the logits processor
+            else:  # a plain base: the same processor, with the span's own (in-vocabulary) tokens only
+                generate_kwargs["logits_processor"] = _protection_processors(
+                    protected, self.model.generation_config, generate_kwargs, width=self.model.config.vocab_size
+                )
         output_ids = self.model.generate(**inputs, **generate_kwargs)  # (B * num_return_sequences, L)
+        if protected is not None and not self._copies:
+            _warn_missing_spans(generate_kwargs["logits_processor"], output_ids)
         batch_size = input_ids.shape[0]
         return {
             "output_ids": output_ids.reshape(batch_size, output_ids.shape[0] // batch_size, -1),  # (B, k, L)

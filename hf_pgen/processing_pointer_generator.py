@@ -30,6 +30,7 @@ from .tokenization_pointer_generator import (
     decode_with_oovs,
     encode_with_oovs,
 )
+from .protection_pointer_generator import _add_protected_spans
 
 __all__ = ["PointerGeneratorProcessor"]
 
@@ -108,6 +109,7 @@ class PointerGeneratorProcessor:
         padding: bool | str = False,
         return_tensors: str | None = None,
         return_num_truncated_tokens: bool = False,
+        protect: Any = None,
         **tokenizer_kwargs: Any,
     ) -> BatchEncoding:
         """Tokenize like `tokenizer(text, text_target=...)` and add the copy inputs.
@@ -117,8 +119,16 @@ class PointerGeneratorProcessor:
         their source slot), `oov_words` (per example, the source text of each slot) and, with
         `return_num_truncated_tokens=True`, `num_truncated_tokens` (per example, source tokens truncation removed).
         `model.generate(**batch)` accepts the whole batch. See `hf_pgen.encode_with_oovs`.
+
+        `protect` (off by default) adds `protected_spans`: per example, the spans that `generate()` must reproduce
+        exactly as often as the source holds them, and the token sequences that spell them. `"placeholders"` (the
+        placeholder grammar of `hf_pgen.metrics`), `"oov"` (every out-of-vocabulary source word), a regular
+        expression (str or compiled), or a list of literal strings. See `hf_pgen.protection_pointer_generator`.
         """
-        return encode_with_oovs(
+        keep_offsets = bool(tokenizer_kwargs.get("return_offsets_mapping", False))
+        if protect is not None:  # spans are found in character offsets
+            tokenizer_kwargs = {**tokenizer_kwargs, "return_offsets_mapping": True}
+        batch = encode_with_oovs(
             self.tokenizer,
             text,
             text_target,
@@ -131,6 +141,10 @@ class PointerGeneratorProcessor:
             return_num_truncated_tokens=return_num_truncated_tokens,
             **tokenizer_kwargs,
         )
+        if protect is None:
+            return batch
+        cache = self.__dict__.setdefault("_protection_cache", {})
+        return _add_protected_spans(batch, text, protect, self.tokenizer, self.vocab_size, cache, keep_offsets)
 
     # --------------------------------------------------------------------------------------------------- decode
     def decode(

@@ -1,0 +1,786 @@
+"""Guaranteed copies: protected spans of the source that generation must reproduce, token for token.
+
+A learned copy switch makes copying likely, not certain. Protection makes it certain for chosen spans of each source:
+
+```python
+batch = processor(["Delete %(count)d files from {folder}?"], protect="placeholders", return_tensors="pt")
+ids = model.generate(**batch, num_beams=4)         # every placeholder comes out exactly as often as in the source
+pipe(texts, protect="placeholders")                 # the same through the pipelines, for plain bases too
+```
+
+Two halves:
+
+- Encode side (`_protected_spans_for_batch`, called by `PointerGeneratorProcessor(..., protect=...)`): finds the spans
+  (`find_protected_spans`) and writes, per example, each distinct span's text, how often the source holds it, and the
+  token sequences that spell it (the batch key `protected_spans`, read by `generate()`).
+- Decode side (`ProtectedSpansLogitsProcessor`): a `LogitsProcessor` that recomputes every hypothesis' state from its
+  own `input_ids` at each step, so beam reordering, sampling, `num_return_sequences` and the KV cache need nothing
+  special.
+
+The token sequences of a span ("variants"):
+
+1. the source's own ids at the span (extended ids included, so with the copy head a span of characters the
+   vocabulary lacks still comes out), when the tokens there start and end at the span (whitespace a token folded in,
+   a leading "▁", is allowed);
+2. the tokenization of the span text alone, with and without a leading space, where it holds no unknown token and
+   decodes back to the span text;
+3. each of these without leading tokens that are only whitespace ("▁").
+
+A variant that contains another variant of the same span is dropped (emitting it emits the shorter one too).
+
+The rules, per hypothesis, from its generated ids `g` (the decoder prompt included):
+
+- *Occurrences*: `g` is scanned left to right; at each position the longest variant (of any span) that matches there
+  counts one occurrence of its span and the scan jumps past it. `emitted[s]` is the count, `remaining[s] =
+  count[s] - emitted[s]`.
+- *Started span*: after the last counted occurrence, the longest tail of `g` that is a proper prefix of a variant of a
+  span with `remaining > 0` means the output has started that span: the next token must continue one such variant
+  (the model chooses among variants and among spans that share the prefix).
+- *Budget*: with `R` tokens left before `max_length` / `max_new_tokens` (one less with `forced_eos_token_id`) and
+  `need` the fewest tokens that place every remaining span, a span may only start with a variant that still fits,
+  and when `R <= need + slack` (`slack`: for placeholders, one token per remaining span, see *Neighbours*; else 0)
+  the hypothesis must start a span that reads cleanly there, or, when none does, take one space token (`"▁"`/`"Ġ"`)
+  to keep the next one apart; at `R == need` it starts one regardless.
+- *End*: EOS is forbidden while a span remains.
+- *Exhausted*: a span emitted as often as the source holds it cannot be emitted again: the token that would complete
+  one of its variants is forbidden, and so are tokens whose text starts with that token's text ("sa" for "s").
+- *Neighbours* (`protect="placeholders"`): the decoded text must read as the same placeholders, so right after a
+  span, tokens (and copies) with which the grammar would read it differently are forbidden ("%1" + "s" is "%1s", a
+  URL goes on through "/"), and a span may not start where the text generated since the last span would swallow it
+  ("%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a longer URL).
+- *Invented placeholders* (`protect="placeholders"`): every vocabulary token whose own text holds a placeholder (per
+  `hf_pgen.placeholders`) is forbidden unless it is a token of one of the example's own spans: no single token can
+  invent a placeholder. A placeholder the source lacks spelled over several tokens (`{` `foo` `}`) is *not*
+  prevented. An example without spans is left alone entirely (protection changes nothing there).
+- Nothing else is forced. When a processor that runs before this one (forced EOS, no-repeat n-grams, the caller's
+  own; generate() runs the sampling warpers after it) has removed every token a rule allows, the rule wins (its
+  tokens get score 0), and a row its bans would leave with no token starts a span (or keeps its scores).
+
+What is guaranteed: every span the model can spell (see the variants; a span that it cannot, e.g. one of unknown
+characters without the copy head, gets a warning naming it) is emitted exactly `count` times as a token sequence,
+provided the length limit leaves room for all of them; otherwise a warning after generation names the outputs and
+the spans they lack. With `protect="placeholders"` the decoded text also reads as the same placeholders around them
+(*Neighbours*). That the decoded text holds a span byte for byte also needs a decoder that gives the span text back
+in context: Metaspace/SentencePiece/byte-level decoders do; a Whitespace pre-tokenizer without a decoder does not, and
+`decode_with_oovs` puts a space before a copied word after ".", so a span with an out-of-vocabulary piece after a
+"." (`v2.3` with `3` unknown) comes back as `v2. 3`.
+
+This file is saved next to the model as remote code: it imports only the standard library, ``torch``,
+``transformers`` and its hf_pgen siblings (relative imports).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+
+from .placeholders import placeholder_spans
+
+__all__ = ["ProtectedSpansLogitsProcessor", "find_protected_spans", "PROTECTED_SPANS_KEY"]
+
+# The batch key the processor writes and generate() reads.
+PROTECTED_SPANS_KEY = "protected_spans"
+
+_NAMED_MODES = ("placeholders", "oov")
+
+
+# ------------------------------------------------------------------------------------------------------ spans
+def _check_protect(protect: Any) -> Any:
+    """Validate `protect` once per call; returns the mode name, a compiled pattern, or a tuple of literals."""
+    if isinstance(protect, str) and protect in _NAMED_MODES:
+        return protect
+    if isinstance(protect, re.Pattern):
+        pattern = protect
+    elif isinstance(protect, str):
+        if not protect:
+            raise ValueError(
+                'protect="" is an empty pattern: pass "placeholders", "oov", a regular expression or a list of '
+                "literal strings."
+            )
+        try:
+            pattern = re.compile(protect)
+        except re.error as error:
+            raise ValueError(f"protect={protect!r} is not a valid regular expression: {error}.") from error
+    elif isinstance(protect, (list, tuple, set, frozenset)):
+        literals = list(protect)
+        if not literals:
+            raise ValueError("protect=[] lists no literal: pass at least one string to protect, or protect=None.")
+        for index, literal in enumerate(literals):
+            if not isinstance(literal, str):
+                raise TypeError(f"protect[{index}] must be a str, got {type(literal).__name__}: {literal!r}.")
+            if not literal:
+                raise ValueError(f"protect[{index}] is the empty string: every literal to protect needs a character.")
+        return tuple(dict.fromkeys(literals))  # keep order, drop repeats
+    else:
+        raise TypeError(
+            f'protect must be "placeholders", "oov", a regular expression (str or compiled) or a list of literal '
+            f"strings, got {type(protect).__name__}."
+        )
+    if pattern.fullmatch("") is not None or pattern.pattern == "":
+        raise ValueError(
+            f"protect={pattern.pattern!r} matches the empty string, so it would protect nothing: make every match "
+            "hold at least one character (e.g. '+' instead of '*')."
+        )
+    return pattern
+
+
+def find_protected_spans(text: str, protect: Any) -> list[tuple[int, int]]:
+    """Character spans `(start, end)` of `text` to protect, in order.
+
+    `protect`: `"placeholders"` (the project's placeholder grammar, `hf_pgen.placeholders`), a regular expression
+    (str or compiled; its non-empty matches), or a list of literal strings (every occurrence). `"oov"` is token-level
+    and handled by the processor. Raises `ValueError` for overlapping spans (two literals that overlap in the text).
+    """
+    mode = _check_protect(protect)
+    if mode == "oov":
+        raise ValueError(
+            'protect="oov" works on tokens, not characters: use the processor (processor(texts, protect="oov")).'
+        )
+    if mode == "placeholders":
+        spans = placeholder_spans(text)
+    elif isinstance(mode, re.Pattern):
+        matches = [match.span() for match in mode.finditer(text)]
+        spans = [(start, end) for start, end in matches if end > start]
+        if matches and not spans:
+            warnings.warn(
+                f"protect={mode.pattern!r} matches only empty strings in {text[:60]!r}: nothing is protected there. "
+                "Make every match hold at least one character.",
+                UserWarning,
+                stacklevel=2,
+            )
+    else:
+        spans = []
+        for literal in mode:
+            start = text.find(literal)
+            while start >= 0:
+                spans.append((start, start + len(literal)))
+                start = text.find(literal, start + len(literal))
+        spans.sort()
+    for (start, end), (next_start, next_end) in zip(spans, spans[1:]):
+        if next_start < end:
+            raise ValueError(
+                f"Protected spans overlap in {text!r}: {text[start:end]!r} at {start}-{end} and "
+                f"{text[next_start:next_end]!r} at {next_start}-{next_end}. Protect one of them, or one literal "
+                "that covers both."
+            )
+    return spans
+
+
+def _row_list(value: Any, index: int) -> list:
+    row = value[index]
+    return row.tolist() if hasattr(row, "tolist") else list(row)
+
+
+def _prune(variants: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Unique variants, without those that contain another one (emitting them emits the shorter one too)."""
+    unique = sorted(set(v for v in variants if v), key=len)
+    kept: list[tuple[int, ...]] = []
+    for variant in unique:
+        if not any(_contains(variant, shorter) for shorter in kept):
+            kept.append(variant)
+    return kept
+
+
+def _contains(sequence: tuple[int, ...], part: tuple[int, ...]) -> bool:
+    n = len(part)
+    return any(sequence[i : i + n] == part for i in range(len(sequence) - n + 1))
+
+
+class _SpanSpeller:
+    """Token sequences that spell a span text alone, and whitespace-only tokens, looked up once per text."""
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+        self.unk = tokenizer.unk_token_id
+        self._alone: dict[str, list[tuple[int, ...]]] = {}
+        self._blank: dict[int, bool] = {}
+
+    def is_blank(self, token_id: int) -> bool:
+        """Whether the token decodes to whitespace only (a "▁" piece)."""
+        if token_id not in self._blank:
+            text = self.tokenizer.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            self._blank[token_id] = not text.strip() and token_id != self.unk
+        return self._blank[token_id]
+
+    def strip(self, variant: tuple[int, ...]) -> tuple[int, ...]:
+        start = 0
+        while start < len(variant) - 1 and variant[start] < len(self.tokenizer) and self.is_blank(variant[start]):
+            start += 1
+        return variant[start:]
+
+    def alone(self, text: str) -> list[tuple[int, ...]]:
+        if text not in self._alone:
+            found = []
+            for candidate in (text, " " + text):
+                ids = self.tokenizer(candidate, add_special_tokens=False)["input_ids"]
+                if not ids or self.unk in ids:
+                    continue
+                decoded = self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+                if decoded.strip() == text.strip():
+                    found.append(tuple(ids))
+            self._alone[text] = found
+        return self._alone[text]
+
+
+def _vocabulary_texts(tokenizer: Any, cache: dict[str, Any]) -> list[str]:
+    """Each id's own decoded text ("" for special tokens), once per tokenizer."""
+    if "vocabulary_texts" not in cache:
+        special = set(tokenizer.all_special_ids)
+        texts = tokenizer.batch_decode(
+            [[i] for i in range(len(tokenizer))], skip_special_tokens=False, clean_up_tokenization_spaces=False
+        )
+        cache["vocabulary_texts"] = ["" if i in special else text for i, text in enumerate(texts)]
+    return cache["vocabulary_texts"]
+
+
+def _placeholder_token_ids(tokenizer: Any, cache: dict[str, Any]) -> list[int]:
+    """Vocabulary ids whose own text holds a placeholder (a token that would invent one on its own)."""
+    if "placeholder_ids" not in cache:
+        texts = _vocabulary_texts(tokenizer, cache)
+        cache["placeholder_ids"] = [i for i, text in enumerate(texts) if text and placeholder_spans(text)]
+    return cache["placeholder_ids"]
+
+
+def _extensions(token_id: int, tokenizer: Any, cache: dict[str, Any]) -> list[int]:
+    """Ids whose text starts with token `token_id`'s text and goes on ("sa" for "s"): after a span's other tokens
+    they would spell the span's text too, so an exhausted span forbids them as well."""
+    table = cache.setdefault("extensions", {})
+    if token_id not in table:
+        texts = _vocabulary_texts(tokenizer, cache)
+        text = texts[token_id] if token_id < len(texts) else ""
+        table[token_id] = [i for i, other in enumerate(texts) if text and other != text and other.startswith(text)]
+    return table[token_id]
+
+
+def _not_after(span_text: str, tokenizer: Any, cache: dict[str, Any]) -> list[int]:
+    """Ids that must not follow the placeholder `span_text`: the grammar would read it differently with them
+    ("%1" + "s" is "%1s"), or with anything after them (a URL goes on through "/" or "}")."""
+    table = cache.setdefault("not_after", {})
+    if span_text not in table:
+        texts = _context_texts(tokenizer, cache)
+        n = len(span_text)
+        # A text that starts with whitespace ends every placeholder of the grammar (none holds a space after a
+        # complete match: printf flags exclude it, URLs end there, the rest close with "}", ")" or ">"): skipping
+        # those tokens (most of a vocabulary: "▁word", "Ġword") changes nothing and saves most of the work.
+        table[span_text] = [
+            i for i, text in enumerate(texts)
+            if text and not text[0].isspace()
+            and ((0, n) not in placeholder_spans(span_text + text)
+                 or (0, n) not in placeholder_spans(span_text + text + "x"))
+        ]
+    return table[span_text]
+
+
+def _context_texts(tokenizer: Any, cache: dict[str, Any]) -> list[str]:
+    """Each id's text as it reads after a word (decoders drop a leading space at the start of the text, not there)."""
+    if "context_texts" not in cache:
+        alone = _vocabulary_texts(tokenizer, cache)
+        word = next((i for i, text in enumerate(alone) if text.isalpha()), None)
+        if word is None:
+            cache["context_texts"] = list(alone)
+        else:
+            pairs = tokenizer.batch_decode(
+                [[word, i] for i in range(len(alone))], skip_special_tokens=False, clean_up_tokenization_spaces=False
+            )
+            head = alone[word]
+            cache["context_texts"] = [
+                "" if not text else (pair[len(head):] if pair.startswith(head) else text)
+                for text, pair in zip(alone, pairs)
+            ]
+    return cache["context_texts"]
+
+
+def _protected_spans_for_batch(
+    tokenizer: Any,
+    texts: Sequence[str],
+    encoding: Any,
+    protect: Any,
+    vocab_size: int,
+    cache: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Per example, `{"spans": [{"text", "count", "sequences"}], "forbidden_ids": [...]}` for `generate()`.
+
+    `encoding` is `encode_with_oovs`' output for `texts` with `offset_mapping` (lists or tensors, batched).
+    """
+    mode = _check_protect(protect)
+    cache = {} if cache is None else cache
+    speller = cache.setdefault("speller", _SpanSpeller(tokenizer))
+    forbidden: list[int] = []
+    if mode == "placeholders":
+        forbidden = _placeholder_token_ids(tokenizer, cache)
+    results = []
+    found_literals: set[str] = set()
+    for index, text in enumerate(texts):
+        ids = _row_list(encoding["extended_input_ids"], index)
+        mask = _row_list(encoding["attention_mask"], index)
+        oov_words = encoding["oov_words"][index]
+        by_text: dict[str, dict[str, Any]] = {}
+        if mode == "oov":
+            for position, token_id in enumerate(ids):
+                if mask[position] and token_id >= vocab_size:
+                    entry = by_text.setdefault(oov_words[token_id - vocab_size], {"count": 0, "variants": []})
+                    entry["count"] += 1
+                    entry["variants"].append((token_id,))
+        else:
+            offsets = [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)]
+            for start, end in find_protected_spans(text, mode):
+                span_text = text[start:end]
+                if not isinstance(mode, (str, re.Pattern)):
+                    found_literals.add(span_text)
+                covering = [p for p, (s, e) in enumerate(offsets) if mask[p] and e > s and s < end and e > start]
+                if not covering:
+                    warnings.warn(
+                        f"Protected span {span_text!r} of source {index} was cut off by truncation: it is not "
+                        "protected. Raise max_length to protect it.",
+                        UserWarning,
+                        stacklevel=4,
+                    )
+                    continue
+                variants = list(speller.alone(span_text))
+                first, last = offsets[covering[0]][0], offsets[covering[-1]][1]
+                # The source's own ids count only when its tokens start and end at the span (folded-in whitespace
+                # aside): otherwise they would force context characters that are not part of the span.
+                if not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip():
+                    own = tuple(ids[p] for p in covering)
+                    if speller.unk not in own:
+                        variants.append(own)
+                variants += [speller.strip(v) for v in variants]
+                entry = by_text.setdefault(span_text, {"count": 0, "variants": []})
+                entry["count"] += 1
+                entry["variants"] += variants
+        spans = []
+        for span_text, entry in by_text.items():
+            variants = _prune(entry["variants"])
+            if not variants:
+                warnings.warn(
+                    f"Protected span {span_text!r} of source {index} cannot be spelled by the model (its tokens "
+                    "there also cover text outside the span, and the span alone has unknown tokens): it is not "
+                    "protected.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                continue
+            extensions = sorted({e for v in variants for e in _extensions(v[-1], tokenizer, cache)})
+            after = []
+            if mode == "placeholders":
+                n = len(span_text)
+                after = _not_after(span_text, tokenizer, cache) + [  # and this example's copies that would
+                    vocab_size + slot for slot, word in enumerate(oov_words)
+                    if (0, n) not in placeholder_spans(span_text + word)
+                    or (0, n) not in placeholder_spans(span_text + word + "x")
+                ]
+            spans.append({"text": span_text, "count": entry["count"], "sequences": [list(v) for v in variants],
+                          "extensions": extensions, "not_after": after})
+        result = {"spans": spans, "forbidden_ids": forbidden}
+        if mode == "placeholders":  # what the grammar needs to see the text before a span (shared lists)
+            result.update(context_texts=_context_texts(tokenizer, cache), oov_words=list(oov_words),
+                          vocab_size=vocab_size)
+        results.append(result)
+    if isinstance(mode, tuple):
+        missing = [literal for literal in mode if literal not in found_literals]
+        if missing:
+            warnings.warn(
+                f"Protected literal(s) {missing} occur in none of the {len(texts)} source(s): nothing to protect for "
+                "them (the match is exact and case-sensitive).",
+                UserWarning,
+                stacklevel=4,
+            )
+    return results
+
+
+# --------------------------------------------------------------------------------------------------- decoding
+class _Example:
+    """One example's spans, indexed for the per-step scan."""
+
+    def __init__(self, entry: dict[str, Any], width: int | None):
+        self.texts: list[str] = []
+        self.counts: list[int] = []
+        self.variants: list[list[tuple[int, ...]]] = []
+        self.extensions: list[list[int]] = []
+        self.not_after: list[list[int]] = []  # tokens that must not follow the span (they would change its text)
+        for span in entry.get("spans", ()):
+            variants = [tuple(int(t) for t in v) for v in span["sequences"]]
+            if width is not None:
+                usable = [v for v in variants if max(v) < width]
+                if not usable:
+                    warnings.warn(
+                        f"Protected span {span['text']!r} can only come out by copying (its tokens are out of the "
+                        "vocabulary) and this model does not copy: it is not protected.",
+                        UserWarning,
+                        stacklevel=5,
+                    )
+                    continue
+                variants = usable
+            self.texts.append(span["text"])
+            self.counts.append(int(span["count"]))
+            self.variants.append(variants)
+            self.extensions.append([int(t) for t in span.get("extensions", ())])
+            self.not_after.append([int(t) for t in span.get("not_after", ())])
+        self.min_lengths = [min(len(v) for v in vs) for vs in self.variants]
+        self.by_first: dict[int, list[tuple[tuple[int, ...], int]]] = {}
+        for j, variants in enumerate(self.variants):
+            for variant in variants:
+                self.by_first.setdefault(variant[0], []).append((variant, j))
+        self.max_length = max((len(v) for vs in self.variants for v in vs), default=0)
+        # proper prefix -> the variants it starts, for the started-span lookup
+        self.by_prefix: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
+        for j, variants in enumerate(self.variants):
+            for variant in variants:
+                for t in range(1, len(variant)):
+                    self.by_prefix.setdefault(variant[:t], []).append((variant, j))
+        self._clean: dict[tuple[str, int], bool] = {}  # (text before, span) -> starts cleanly
+        self.context_texts: list[str] | None = entry.get("context_texts") if self.texts else None
+        self.oov_words: list[str] = list(entry.get("oov_words") or ())
+        self.vocab_size = int(entry.get("vocab_size") or 0)  # where copy ids start
+        self.has_neighbours = self.context_texts is not None
+        # a token that reads as one space after a word ("▁", "Ġ"): what keeps a span apart when the budget is tight
+        self.separator = next((i for i, t in enumerate(self.context_texts or ()) if t == " "), None)
+        own_tokens = {t for vs in self.variants for v in vs for t in v}
+        self.forbidden = [t for t in entry.get("forbidden_ids", ()) if t not in own_tokens] if self.texts else []
+
+    def __bool__(self) -> bool:
+        return bool(self.texts) or bool(self.forbidden)
+
+    def scan(self, g: list[int]) -> tuple[list[int], int, int | None]:
+        """Occurrences in `g`, left to right, longest variant first: (remaining per span, end of the last
+        occurrence, its span)."""
+        emitted = [0] * len(self.texts)
+        position, last_end, last_span, length = 0, 0, None, len(g)
+        while position < length:
+            best = None
+            for variant, j in self.by_first.get(g[position], ()):
+                n = len(variant)
+                if (best is None or n > best[0]) and tuple(g[position : position + n]) == variant:
+                    best = (n, j)
+            if best is None:
+                position += 1
+            else:
+                emitted[best[1]] += 1
+                position += best[0]
+                last_end, last_span = position, best[1]
+        return [c - e for c, e in zip(self.counts, emitted)], last_end, last_span
+
+    def text_of(self, tokens: list[int]) -> str:
+        """What `tokens` read as after a word (special tokens read as nothing)."""
+        pieces = []
+        for token in tokens:
+            if token < len(self.context_texts):
+                pieces.append(self.context_texts[token])
+            elif token >= self.vocab_size:  # a copy (padding rows of T5's output layer read as nothing)
+                slot = token - self.vocab_size
+                pieces.append(self.oov_words[slot] if 0 <= slot < len(self.oov_words) else "")
+        return "".join(pieces)
+
+    def starts_cleanly(self, j: int, g: list[int], start: int, since: int, last_span: int | None) -> bool:
+        """Whether span `j` starting at `g[start]` reads as itself after the text generated since position `since`
+        (the end of the last span `last_span`, whose text counts too): "%" + "%(n)d" is an escaped percent,
+        "www.x" + "{0}" a longer URL."""
+        if self.context_texts is None:
+            return True
+        first = max(since, start - 32)  # placeholders are short; URLs end at the first space
+        head = self.texts[last_span] if last_span is not None and first == since else ""
+        context = head + self.text_of(g[first:start])
+        key = (context, j)
+        if key not in self._clean:  # beams share their text: look each one up once
+            n = len(self.texts[j])
+            self._clean[key] = (len(context), len(context) + n) in placeholder_spans(context + self.texts[j])
+        return self._clean[key]
+
+
+class ProtectedSpansLogitsProcessor(LogitsProcessor):
+    r"""
+    Makes every protected span of each example appear in its generated ids exactly as often as in its source (rules
+    in this module's docstring). Built by `generate()` from the batch key `protected_spans`; usable with any
+    encoder-decoder's `generate(logits_processor=LogitsProcessorList([...]))`.
+
+    Args:
+        protected_spans (`list[dict]`):
+            Per example, the processor's `protected_spans` entry.
+        eos_token_id (`int` or `list[int]`, *optional*):
+            The end-of-sequence id(s): forbidden while spans remain.
+        max_length (`int`, *optional*), max_new_tokens (`int`, *optional*):
+            The generation's length limit (`max_new_tokens` wins, as in `generate()`), for the budget rule.
+        forced_eos_token_id (`int` or `list[int]`, *optional*):
+            When set, the last position is taken by EOS: the budget is one token less.
+        width (`int`, *optional*):
+            Keep only variants whose ids are below it (a model that does not copy: `config.vocab_size`).
+    """
+
+    def __init__(
+        self,
+        protected_spans: Sequence[dict[str, Any]],
+        eos_token_id: int | Sequence[int] | None = None,
+        max_length: int | None = None,
+        max_new_tokens: int | None = None,
+        forced_eos_token_id: int | Sequence[int] | None = None,
+        width: int | None = None,
+    ):
+        self.examples = [_Example(entry or {}, width) for entry in protected_spans]
+        if isinstance(eos_token_id, int):
+            eos_token_id = [eos_token_id]
+        self.eos = [int(t) for t in (eos_token_id if eos_token_id is not None else [])]
+        self._eos_set = frozenset(self.eos)
+        self.max_length = max_length
+        self.max_new_tokens = max_new_tokens
+        self.reserve = 1 if forced_eos_token_id is not None else 0
+        self._limit: int | None = None
+
+    def is_active(self) -> bool:
+        return any(self.examples)
+
+    def _budget(self, length: int) -> int | None:
+        if self._limit is None:
+            if self.max_new_tokens is not None:
+                self._limit = length + self.max_new_tokens  # the first call sees the decoder prompt
+            elif self.max_length is not None:
+                self._limit = self.max_length
+            else:
+                return None
+        return self._limit - length - self.reserve
+
+    def _row(self, ex: _Example, g: list[int], budget: int | None) -> tuple[list[int] | None, list[int]]:
+        """(tokens the row must choose among or None, tokens it must not choose) for generated ids `g`.
+
+        `self._starts` is left holding, for a free row with spans left, the tokens that start one: what it must
+        choose when the bans (EOS above all) leave it nothing (top-k kept EOS alone)."""
+        self._starts = []
+        remaining, last_end, last_span = ex.scan(g)
+        length = len(g)
+        banned = list(ex.forbidden)
+        for j, left in enumerate(remaining):
+            if left <= 0:  # exhausted: no variant of it may complete again
+                for variant in ex.variants[j]:
+                    n = len(variant)
+                    if n == 1 or (length >= n - 1 and tuple(g[length - n + 1 :]) == variant[:-1]):
+                        banned.append(variant[-1])
+                        banned += ex.extensions[j]
+        if last_span is not None and (last_end == length or (ex.has_neighbours and not ex.text_of(g[last_end:]))):
+            banned += ex.not_after[last_span]  # right after a span (special tokens read as nothing)
+        if not any(left > 0 for left in remaining):
+            return None, banned
+        banned += self.eos
+        # Spans that may start now: not right after text the grammar would merge them with.
+        startable = [
+            left > 0 and ex.starts_cleanly(j, g, length, last_end, last_span) for j, left in enumerate(remaining)
+        ]
+        self._starts = [v[0] for j, left in enumerate(remaining) if left > 0 for v in ex.variants[j]
+                        if startable[j] or not any(startable)]
+        for j, left in enumerate(remaining):
+            if left > 0 and not startable[j]:
+                banned += [v[0] for v in ex.variants[j]
+                           if not any(startable[k] for _, k in ex.by_first.get(v[0], ()))]
+        need = sum(left * ex.min_lengths[j] for j, left in enumerate(remaining) if left > 0)
+        # With grammar neighbours (placeholders), keep one free token per remaining span: a span may have to wait
+        # one step after another one (the grammar would merge them), and that step must not break the budget.
+        slack = sum(left for left in remaining if left > 0) if ex.has_neighbours else 0
+        tight = budget is not None and budget <= need + slack
+        if budget is not None and not tight:
+            # Free steps: a span may start only with a variant that still fits.
+            too_long = [
+                variant[0]
+                for j, variants in enumerate(ex.variants)
+                if remaining[j] > 0
+                for variant in variants
+                if len(variant) + need - ex.min_lengths[j] + slack > budget
+            ]
+            if too_long:
+                fits = {
+                    variant[0]
+                    for j, variants in enumerate(ex.variants)
+                    if remaining[j] > 0
+                    for variant in variants
+                    if len(variant) + need - ex.min_lengths[j] + slack <= budget
+                }
+                banned += [t for t in too_long if t not in fits]
+        # A started span: the longest tail after the last occurrence that is a proper prefix of a remaining variant.
+        for start in range(max(last_end, length - ex.max_length + 1), length):
+            tail = tuple(g[start:])
+            t = len(tail)
+            options = [(variant, j) for variant, j in ex.by_prefix.get(tail, ()) if remaining[j] > 0]
+            if not options:
+                continue
+            # A start the grammar would merge is no start (the model meant other text), unless the budget is
+            # tight: then the budget rule may have forced it (no clean start was left), and the span is completed.
+            clean = [(variant, j) for variant, j in options if ex.starts_cleanly(j, g, start, last_end, last_span)]
+            options = clean or (options if tight else [])
+            if options:
+                fitting = [
+                    variant[t]
+                    for variant, j in options
+                    if budget is None or len(variant) - t + need - ex.min_lengths[j] <= budget
+                ]
+                return fitting or [variant[t] for variant, _ in options], banned
+        if tight:
+            banned_set = set(banned)
+            starts = [
+                (variant[0], startable[j] and variant[0] not in banned_set)
+                for j, variants in enumerate(ex.variants)
+                if remaining[j] > 0
+                for variant in variants
+                if len(variant) + need - ex.min_lengths[j] <= max(budget, need)
+            ]
+            fine = [t for t, ok in starts if ok]
+            if fine:
+                return fine, banned
+            if budget > need:
+                # One token to spare before the next span must start: a space keeps it apart (the model's own free
+                # choice could leave it glued to the text before it again).
+                sep = ex.separator
+                if sep is not None and any(
+                    remaining[j] > 0 and ex.starts_cleanly(j, g + [sep], length + 1, last_end, last_span)
+                    for j in range(len(remaining))
+                ):
+                    return [sep], banned
+                return None, banned  # a free step (bans kept): the spans fit after it
+            # No room left to keep the next span apart from the text before it: it may read differently (the check
+            # after generation warns if the output lacks it).
+            return [t for t, _ in starts], banned
+        return None, banned
+
+    def warn_missing(self, sequences: Any) -> None:
+        """After generation: warn, naming them, when returned sequences lack spans (the length limit cut them)."""
+        sequences = getattr(sequences, "sequences", sequences)
+        if not isinstance(sequences, torch.Tensor) or not self.examples or sequences.dim() != 2:
+            return
+        per_example = max(sequences.shape[0] // len(self.examples), 1)
+        missing = []
+        for row, g in enumerate(sequences.tolist()):
+            ex = self.examples[min(row // per_example, len(self.examples) - 1)]
+            if ex.texts:
+                remaining, _, _ = ex.scan(g)
+                lacking = [text for text, left in zip(ex.texts, remaining) if left > 0]
+                if lacking:
+                    missing.append(f"output {row}: {lacking}")
+        if missing:
+            warnings.warn(
+                f"The length limit left too few tokens to place every protected span (each apart from the text "
+                f"before it): {'; '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}. Raise max_new_tokens (or "
+                "max_length) to fit them.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        # input_ids: (rows, L) with rows = examples * (num_beams or num_return_sequences); scores: (rows, V)
+        rows, width = scores.shape
+        per_example = max(rows // max(len(self.examples), 1), 1)
+        budget = self._budget(input_ids.shape[1])
+        sequences = input_ids.tolist()
+        forced_rows, forced_tokens, ban_rows, ban_tokens = [], [], [], []
+        starts: dict[int, list[int]] = {}  # per banned row: the span starts to fall back on
+        for row, g in enumerate(sequences):
+            ex = self.examples[min(row // per_example, len(self.examples) - 1)]
+            if not ex or not self._eos_set.isdisjoint(g[1:]):
+                continue  # nothing protected, or the row already ended (greedy/sampling keep padding it)
+            allowed, banned = self._row(ex, g, budget)
+            if allowed is not None:
+                allowed = [t for t in allowed if t < width]
+                kept = [t for t in allowed if t not in set(banned)] or allowed
+                forced_rows += [row] * len(kept)
+                forced_tokens += kept
+            elif banned:
+                banned = [t for t in banned if t < width]
+                ban_rows += [row] * len(banned)
+                ban_tokens += banned
+                starts[row] = [t for t in self._starts if t < width]
+        if not forced_rows and not ban_rows:
+            return scores
+        scores = scores.clone()
+        if ban_rows:
+            banned_rows = sorted(set(ban_rows))
+            rows_t = torch.tensor(banned_rows, device=scores.device)
+            before = scores[rows_t]  # (n, V): what the bans alone must not empty
+            scores[torch.tensor(ban_rows, device=scores.device), torch.tensor(ban_tokens, device=scores.device)] = (
+                -float("inf")
+            )
+            empty = torch.isinf(scores[rows_t]).all(-1).tolist()  # (n,)
+            for index, row in enumerate(banned_rows):
+                if not empty[index]:
+                    continue
+                if starts.get(row):  # spans remain: start one rather than end (an earlier processor kept EOS alone)
+                    forced_rows += [row] * len(starts[row])
+                    forced_tokens += starts[row]
+                else:
+                    scores[row] = before[index]
+        if forced_rows:
+            row_t = torch.tensor(forced_rows, device=scores.device)
+            token_t = torch.tensor(forced_tokens, device=scores.device)
+            allow = torch.zeros(rows, width, dtype=torch.bool, device=scores.device)
+            allow[row_t, token_t] = True
+            touched = torch.zeros(rows, dtype=torch.bool, device=scores.device)
+            touched[row_t] = True
+            masked = scores.masked_fill(~allow, -float("inf"))
+            # An earlier processor removed every allowed token (forced EOS, no-repeat n-grams): the rule wins.
+            lost = touched & torch.isinf(masked).all(-1) & allow.any(-1)
+            masked = torch.where(lost.unsqueeze(-1) & allow, torch.zeros_like(masked), masked)
+            scores = torch.where(touched.unsqueeze(-1), masked, scores)
+        return scores
+
+
+def _protection_processors(
+    protected_spans: Sequence[dict[str, Any]] | None,
+    generation_config: Any,
+    kwargs: dict[str, Any],
+    width: int | None = None,
+) -> LogitsProcessorList:
+    """`kwargs["logits_processor"]` with a `ProtectedSpansLogitsProcessor` for `protected_spans` added (when any
+    example has spans). `generation_config` and `kwargs` are generate()'s: lengths and EOS come from them."""
+    processors = kwargs.get("logits_processor")
+    processors = LogitsProcessorList(list(processors) if processors is not None else [])
+    if isinstance(protected_spans, dict):  # one un-batched example's entry
+        protected_spans = [protected_spans]
+    if not protected_spans:
+        return processors
+    config = kwargs.get("generation_config") or generation_config
+
+    def setting(name: str) -> Any:
+        return kwargs[name] if kwargs.get(name) is not None else getattr(config, name, None)
+
+    processor = ProtectedSpansLogitsProcessor(
+        list(protected_spans),
+        eos_token_id=setting("eos_token_id"),
+        max_length=setting("max_length"),
+        max_new_tokens=setting("max_new_tokens"),
+        forced_eos_token_id=setting("forced_eos_token_id"),
+        width=width,
+    )
+    if processor.is_active():
+        processors.append(processor)
+    return processors
+
+
+def _add_protected_spans(
+    batch: Any,
+    text: str | Sequence[str],
+    protect: Any,
+    tokenizer: Any,
+    vocab_size: int,
+    cache: dict[str, Any] | None,
+    keep_offsets: bool,
+) -> Any:
+    """Write `batch["protected_spans"]` (per example; one dict for an un-batched example) from an `encode_with_oovs`
+    batch made with `return_offsets_mapping=True`; drop the offsets unless the caller asked for them."""
+    single = isinstance(text, str) and not hasattr(batch["input_ids"], "dim") and (
+        not batch["input_ids"] or not isinstance(batch["input_ids"][0], list)
+    )
+    texts = [text] if isinstance(text, str) else list(text)
+    keys = ("extended_input_ids", "attention_mask", "offset_mapping")
+    view = {key: [batch[key]] if single else batch[key] for key in keys}
+    view["oov_words"] = [batch["oov_words"]] if single else batch["oov_words"]
+    entries = _protected_spans_for_batch(tokenizer, texts, view, protect, vocab_size, cache)
+    if not keep_offsets:
+        del batch["offset_mapping"]
+    batch[PROTECTED_SPANS_KEY] = entries[0] if single else entries
+    return batch
+
+
+def _warn_missing_spans(processors: Any, sequences: Any) -> None:
+    """Run the after-generation check of the `ProtectedSpansLogitsProcessor` among `processors`, if any."""
+    for processor in processors or ():
+        if isinstance(processor, ProtectedSpansLogitsProcessor):
+            processor.warn_missing(sequences)

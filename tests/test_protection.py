@@ -1,0 +1,305 @@
+"""Guaranteed copies (issue 10): protected spans come out exactly as often as the source holds them, byte for byte.
+
+The guarantee is checked as a property over random sources (corpus messages with random placeholders and
+out-of-vocabulary words inserted), random batches (examples with different spans, or none) and decoding settings
+(greedy, beam 4 with num_return_sequences, sampling with seeds, tight length budgets), on tiny random models, which
+make every kind of mistake a model can make.
+"""
+
+import random
+import re
+import warnings
+from collections import Counter
+
+import pytest
+import torch
+from transformers import BartConfig, BartForConditionalGeneration, LogitsProcessorList, pipeline
+
+from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
+from hf_pgen.metrics import extract_placeholders
+from hf_pgen.protection_pointer_generator import ProtectedSpansLogitsProcessor, find_protected_spans
+from testing_utils import corpus_texts, tiny_base
+
+PLACEHOLDERS = ["%s", "%d", "%(count)d", "%(name)s", "{name}", "{0}", "{}", "<b>", "</b>", "${HOME}", "%1",
+                "{n, number}", "https://example.com/a"]
+OOV_WORDS = ["Nakamura-Øresund", "Zyxwvut", "Dvořák", "🗑️"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from training.tokenizer import train_shared_tokenizer
+
+    # The placeholders' own pieces are in the vocabulary (as in a real one); their names may still be unknown.
+    texts = corpus_texts("train", limit=2000) + [" ".join(PLACEHOLDERS)] * 5
+    return train_shared_tokenizer(texts, "wordlevel", vocab_size=300)
+
+
+def _bart(tokenizer, seed: int) -> BartForConditionalGeneration:
+    torch.manual_seed(seed)
+    config = BartConfig(
+        vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=128, init_std=0.2,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
+    )
+    return BartForConditionalGeneration(config).eval()
+
+
+@pytest.fixture(scope="module")
+def copier(tokenizer):
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        _bart(tokenizer, 0), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
+    ).eval()
+    return model, PointerGeneratorProcessor.from_model(model, tokenizer)
+
+
+def _random_sources(rng: random.Random, n: int) -> list[str]:
+    """Corpus messages with 0-4 placeholders / OOV words inserted at random word boundaries (repeats included)."""
+    base = corpus_texts("test", limit=200)
+    sources = []
+    for _ in range(n):
+        words = rng.choice(base).split()
+        for _ in range(rng.choice([0, 1, 2, 2, 3, 4])):
+            token = rng.choice(PLACEHOLDERS + OOV_WORDS[:2])
+            if rng.random() < 0.3:  # glued to a word or to brackets, as in real messages
+                token = rng.choice(["(", '"', ""]) + token + rng.choice([")", ",", '"', ""])
+            words.insert(rng.randrange(len(words) + 1), token)
+        sources.append(" ".join(words))
+    return sources
+
+
+def _check_placeholders(sources, outputs):
+    k = len(outputs) // len(sources)
+    for index, output in enumerate(outputs):
+        source = sources[index // k]
+        expected, got = Counter(extract_placeholders(source)), Counter(extract_placeholders(output))
+        for placeholder, count in expected.items():
+            assert got[placeholder] == count, (source, output, placeholder)
+
+
+SETTINGS = [
+    dict(),
+    dict(num_beams=4, num_return_sequences=2),
+    dict(do_sample=True, num_return_sequences=3, top_k=20),
+    dict(do_sample=True, temperature=1.5),
+    dict(do_sample=True, top_k=1),
+]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_source_placeholder_comes_out_exactly_as_often_as_in_the_source(copier, seed):
+    """The property: random batches, every decoding setting, generous and tight length budgets."""
+    model, processor = copier
+    rng = random.Random(seed)
+    sources = _random_sources(rng, 4)
+    batch = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
+    # The fewest tokens that place every span with one free token before each (so that none merges with the text
+    # before it): with that budget every span must fit, and the budget rule has to start them.
+    need = max(sum(s["count"] * (min(map(len, s["sequences"])) + 1) for s in e["spans"])
+               for e in batch["protected_spans"])
+    for settings in SETTINGS:
+        torch.manual_seed(seed)
+        max_new_tokens = rng.choice([need, need + 2, need + 20])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # every span fits: no warning may say otherwise
+            ids = model.generate(**batch, max_new_tokens=max_new_tokens, **settings)
+        _check_placeholders(sources, processor.batch_decode(ids, batch))
+
+
+@pytest.mark.parametrize("family", ["marian", "t5"])
+def test_other_base_families_with_the_copy_head(tokenizer, family):
+    """Marian and T5 (their own start / end ids, T5 without position limits), beams and sampling."""
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        tiny_base(family, vocab_size=len(tokenizer)), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
+    ).eval()
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    sources = _random_sources(random.Random(11), 3) + ["Delete %(count)d files from {name}?"]
+    batch = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
+    for settings in SETTINGS[:3]:
+        torch.manual_seed(0)
+        ids = model.generate(**batch, max_new_tokens=60, **settings)
+        _check_placeholders(sources, processor.batch_decode(ids, batch))
+
+
+def test_unprotected_placeholders_are_lost_by_the_same_model(copier):
+    """The property above is not vacuous: without protection the random model drops or repeats placeholders."""
+    model, processor = copier
+    sources = _random_sources(random.Random(0), 8)
+    batch = processor(sources, padding=True, return_tensors="pt")
+    outputs = processor.batch_decode(model.generate(**batch, max_new_tokens=40), batch)
+    kept = [Counter(extract_placeholders(o)) == Counter(extract_placeholders(s)) for s, o in zip(sources, outputs)]
+    assert not all(kept)
+
+
+def test_oov_words_are_copied_exactly_as_often_as_in_the_source(copier):
+    model, processor = copier
+    sources = ["Open Nakamura-Øresund now", "Zyxwvut and Zyxwvut saved", "Close the window"]
+    batch = processor(sources, padding=True, return_tensors="pt", protect="oov")
+    spans = [{s["text"]: s["count"] for s in e["spans"]} for e in batch["protected_spans"]]
+    assert spans[0]["Nakamura"] == spans[0]["Øresund"] == 1 and spans[1]["Zyxwvut"] == 2
+    assert [sorted(s) for s in spans] == [sorted(table) for table in batch["oov_words"]]  # every OOV word
+    for settings in SETTINGS:
+        torch.manual_seed(0)
+        ids = model.generate(**batch, max_new_tokens=20, **settings)
+        k = ids.shape[0] // len(sources)
+        for row, output in enumerate(ids.tolist()):
+            for span in batch["protected_spans"][row // k]["spans"]:
+                (slot,) = span["sequences"][0]
+                assert output.count(slot) == span["count"]
+
+
+def test_regex_and_literals_are_protected(copier):
+    model, processor = copier
+    sources = ["Ticket AB-12 for Nakamura-Øresund (v2)", "Nothing here"]
+    for protect in (r"[A-Z]{2}-\d+", re.compile(r"Nakamura-\w+"), ["Nakamura-Øresund", "(v2)"]):
+        batch = processor(sources, padding=True, return_tensors="pt", protect=protect)
+        texts = [span["text"] for span in batch["protected_spans"][0]["spans"]]
+        assert texts and batch["protected_spans"][1]["spans"] == []
+        for settings in SETTINGS[:3]:
+            torch.manual_seed(1)
+            outputs = processor.batch_decode(model.generate(**batch, max_new_tokens=24, **settings), batch)
+            k = len(outputs) // len(sources)
+            for output in outputs[:k]:
+                for text in texts:
+                    assert output.count(text) == sources[0].count(text), (text, output)
+
+
+def test_protection_is_off_by_default_and_changes_nothing_without_spans(copier):
+    model, processor = copier
+    sources = ["Close the window", "Save all files now"]  # no placeholder
+    plain = processor(sources, padding=True, return_tensors="pt")
+    protected = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
+    assert "protected_spans" not in plain and "offset_mapping" not in protected
+    assert {k: v for k, v in protected.items() if k != "protected_spans"}.keys() == plain.keys()
+    for key in ("input_ids", "attention_mask", "extended_input_ids"):
+        assert torch.equal(plain[key], protected[key])
+    for settings in SETTINGS[:2]:
+        assert torch.equal(model.generate(**plain, max_new_tokens=20, **settings),
+                           model.generate(**protected, max_new_tokens=20, **settings))
+    torch.manual_seed(3)
+    sampled = model.generate(**plain, max_new_tokens=20, do_sample=True)
+    torch.manual_seed(3)
+    assert torch.equal(sampled, model.generate(**protected, max_new_tokens=20, do_sample=True))
+
+
+def test_plain_base_through_the_pipeline(tokenizer):
+    """A base without the copy head: the spans' own tokens are forced (spans of unknown words cannot be)."""
+    base = _bart(tokenizer, 1)
+    translator = pipeline("translation", model=base, tokenizer=tokenizer)
+    def spellable(text):  # without copying, only placeholders of in-vocabulary pieces can come out
+        return all(tokenizer.unk_token_id not in tokenizer(p, add_special_tokens=False)["input_ids"]
+                   for p in extract_placeholders(text))
+
+    sources = [s for s in _random_sources(random.Random(7), 60) if spellable(s)][:6]
+    assert len(sources) >= 4 and sum(map(extract_placeholders, sources), [])
+    for settings in (dict(), dict(num_beams=4), dict(do_sample=True, num_return_sequences=2)):
+        torch.manual_seed(0)
+        results = translator(sources, protect="placeholders", max_new_tokens=40, batch_size=3, **settings)
+        results = [r if isinstance(r, list) else [r] for r in results]
+        outputs = [item["translation_text"] for r in results for item in r]
+        _check_placeholders(sources, outputs)
+    with pytest.raises(ValueError, match="needs a copying model"):
+        translator(sources, protect="oov")
+    with pytest.warns(UserWarning, match="can only come out by copying"):
+        translator("Delete %(Zyxwvut)s", protect="placeholders", max_new_tokens=10)
+
+
+def test_copier_through_the_pipeline(copier):
+    model, processor = copier
+    translator = pipeline("translation", model=model, tokenizer=processor.tokenizer)
+    sources = ["Delete %(count)d files from {name}?", "Open Nakamura-Øresund", "<b>%s</b> of %s"]
+    outputs = [r["translation_text"] for r in translator(sources, protect="placeholders", num_beams=4, batch_size=2)]
+    _check_placeholders(sources, outputs)
+    (one,) = translator(sources[0], protect=["files"])
+    assert one["translation_text"].count("files") == 1
+
+
+def test_single_token_placeholders_the_source_lacks_are_never_generated():
+    """With a vocabulary where "{name}" and "%s" are single tokens, a model pushed to emit them cannot."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<s>", "<pad>", "</s>", "<unk>", "%s", "{name}", "{0}", "Delete", "now", "Hello", "Open", "files", "the"]
+    backend = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # whole words: "%s" is one token
+    backend.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>",
+                                        eos_token="</s>", unk_token="<unk>")
+    model = _bart(tokenizer, 0)
+    invented = [tokenizer.convert_tokens_to_ids(t) for t in ("%s", "{name}")]
+    with torch.no_grad():
+        model.final_logits_bias[0, invented] = 50.0  # the model wants nothing else
+    processor = PointerGeneratorProcessor(tokenizer, vocab_size=model.config.vocab_size)
+    batch = processor(["Open {0} files"], return_tensors="pt", protect="placeholders")
+    processors = LogitsProcessorList([ProtectedSpansLogitsProcessor(
+        batch["protected_spans"], eos_token_id=tokenizer.eos_token_id, max_new_tokens=10)])
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask")}
+    ids = model.generate(**inputs, max_new_tokens=10, logits_processor=processors)[0].tolist()
+    assert not set(invented) & set(ids) and ids.count(tokenizer.convert_tokens_to_ids("{0}")) == 1
+    assert set(invented) & set(model.generate(**inputs, max_new_tokens=10)[0].tolist())  # unprotected: invented
+
+
+def test_a_placeholder_never_merges_with_the_text_around_it(tokenizer):
+    """A model that wants "s" everywhere: "%1" + "s" would read as "%1s", "%" + "%(n)d" as an escaped percent."""
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        _bart(tokenizer, 2), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
+    ).eval()
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    sources = ["Page %1 of %2", "%(count)d"]
+    batch = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
+    with torch.no_grad():
+        for token in ("s", "%"):
+            model.base.final_logits_bias[0, tokenizer.convert_tokens_to_ids(token)] = 30.0
+    for settings in SETTINGS[:3]:
+        torch.manual_seed(0)
+        outputs = processor.batch_decode(model.generate(**batch, max_new_tokens=16, **settings), batch)
+        assert any("%1" in output for output in outputs)
+        _check_placeholders(sources, outputs)
+
+
+def test_spans_are_placed_even_when_an_earlier_processor_leaves_only_eos(tokenizer):
+    """A processor before protection keeps EOS alone: protection bans it, and starts a span instead of leaving the
+    row with no token at all."""
+    from transformers import LogitsProcessor
+
+    class OnlyEos(LogitsProcessor):
+        def __call__(self, input_ids, scores):
+            kept = torch.full_like(scores, -float("inf"))
+            kept[:, tokenizer.eos_token_id] = 0.0
+            return kept
+
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        _bart(tokenizer, 3), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
+    ).eval()
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    sources = ["Delete %(count)d files from {name}?", "Close the window"]
+    batch = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
+    for settings in (dict(), dict(num_beams=4), dict(do_sample=True)):
+        torch.manual_seed(0)
+        ids = model.generate(**batch, max_new_tokens=20, logits_processor=LogitsProcessorList([OnlyEos()]), **settings)
+        outputs = processor.batch_decode(ids, batch)
+        _check_placeholders(sources, outputs)
+        assert outputs[-1] == ""  # no span: EOS at once, as without protection
+
+
+def test_bad_input_gives_clear_errors_and_warnings(copier):
+    model, processor = copier
+    for protect, match in [("", "empty pattern"), ("(", "not a valid regular expression"), ("a*", "empty string"),
+                           ([], "no literal"), ([""], "empty string")]:
+        with pytest.raises(ValueError, match=match):
+            processor(["a b"], protect=protect)
+    with pytest.raises(TypeError, match="must be a str"):
+        processor(["a b"], protect=["a", 3])
+    with pytest.raises(TypeError, match="protect must be"):
+        processor(["a b"], protect=42)
+    with pytest.warns(UserWarning, match="matches only empty strings"):
+        find_protected_spans("a b", r"\b")
+    with pytest.raises(ValueError, match="overlap"):
+        find_protected_spans("version v2.3 now", ["v2", "v2.3"])
+    with pytest.warns(UserWarning, match="occur in none"):
+        processor(["Open the window"], protect=["Nakamura"])
+    with pytest.warns(UserWarning, match="cut off by truncation"):
+        processor(["Open the window and then %s"], protect="placeholders", max_length=4)
+    batch = processor(["Delete %(count)d and %(name)s"], return_tensors="pt", protect="placeholders")
+    with pytest.warns(UserWarning, match="too few tokens"):
+        model.generate(**batch, max_new_tokens=4)
