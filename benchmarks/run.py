@@ -51,7 +51,8 @@ SIZES = {
     "medium": (512, 6, 8, 2048),
 }
 UNK, PAD = 3, 1
-TARGETS = {"train_time": 1.10, "train_memory": 1.15, "generation": 0.90, "mixture_speedup": 100.0}
+# Issue 8: generation >= 0.95x the base, training time and memory no worse than 1.05x and 1.03x.
+TARGETS = {"train_time": 1.05, "train_memory": 1.03, "generation": 0.95, "mixture_speedup": 100.0}
 
 
 def log(message: str) -> None:
