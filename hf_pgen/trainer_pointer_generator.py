@@ -201,7 +201,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             gathered = self.gather_function(indices.to(self.args.device))
             self._gathered_indices.append(gathered.cpu().numpy())
         if copy_head and predictions is not None and not self.args.predict_with_generate:
-            predictions = _pad_to_width(predictions, _evaluation_width(_unwrap(self.model)))
+            # Without labels the model returns V + N wide logits; pad them to the width it pads labelled batches to.
+            predictions = _pad_to_evaluation_width(_unwrap(self.model), predictions)
         return loss, predictions, labels
 
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
@@ -468,19 +469,12 @@ def _model_vocab_size(model) -> int | None:
     return getattr(getattr(_unwrap(model), "config", None), "vocab_size", None)
 
 
-def _evaluation_width(model) -> int:
-    """V + one slot per source position: the widest a pointer-generator's logits get (the model pads to it)."""
-    base = model.config.base_config
-    positions = getattr(base, "max_position_embeddings", None) or getattr(base, "n_positions", None) or 1024
-    return model.config.vocab_size + positions
-
-
-def _pad_to_width(logits, width: int):
+def _pad_to_evaluation_width(model, logits):
     if isinstance(logits, (tuple, list)):
-        return type(logits)(_pad_to_width(x, width) if i == 0 else x for i, x in enumerate(logits))
-    if not torch.is_tensor(logits) or logits.dim() != 3 or logits.shape[-1] >= width:
+        return type(logits)(_pad_to_evaluation_width(model, x) if i == 0 else x for i, x in enumerate(logits))
+    if not torch.is_tensor(logits) or logits.dim() != 3:
         return logits
-    return torch.nn.functional.pad(logits, (0, width - logits.shape[-1]), value=-math.inf)
+    return model._pad_to_evaluation_width(logits)
 
 
 def _num_rows(array) -> int:
