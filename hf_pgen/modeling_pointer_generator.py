@@ -25,7 +25,8 @@ from torch import nn
 from transformers import AutoModelForSeq2SeqLM, GenerationMixin, PreTrainedModel
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
-from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers.generation.utils import GenerateBeamEncoderDecoderOutput, GenerateEncoderDecoderOutput
+from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 from transformers.utils import logging
 
 from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig
@@ -44,6 +45,9 @@ _DECODING_ONLY_KEYS = ("oov_words", "num_truncated_tokens")
 
 # Longest source assumed for bases without position limits (T5): it fixes the width of evaluation logits.
 _DEFAULT_MAX_SOURCE_POSITIONS = 512
+
+# generate(output_copy_info=True) re-reads the returned sequences in chunks of at most this many logits (floats).
+_COPY_INFO_CHUNK_FLOATS = 2**26
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -371,6 +375,35 @@ class PointerGeneratorSeq2SeqLMOutput(Seq2SeqLMOutput):
     p_gen: torch.FloatTensor | None = None
     pointer_attentions: torch.FloatTensor | None = None
     coverage_loss: torch.FloatTensor | None = None
+
+
+@dataclass
+class PointerGeneratorGenerateOutput(GenerateEncoderDecoderOutput):
+    """What `generate(..., return_dict_in_generate=True, output_copy_info=True)` returns for greedy search and
+    sampling: `GenerateEncoderDecoderOutput` plus the copy decisions behind each returned sequence.
+
+    Extra fields, for the G = sequences.shape[1] - (decoder prompt length) generated positions, aligned with
+    `sequences[:, -G:]` (and with `scores`); NaN / 0 after a sequence ended:
+        p_gen (num_sequences, G): the copy switch (1 = generate from the vocabulary, 0 = copy).
+        pointer_attentions (num_sequences, G, S): the pointer's distribution over source positions.
+        copy_shares (num_sequences, G): the share of the chosen token's probability that came from copying,
+            (1 - p_gen) * sum_{i: x_i = w} a_i / P(w).
+    They are those of a teacher-forced forward of the returned sequences (`forward(output_pointer=True)`).
+    """
+
+    p_gen: torch.FloatTensor | None = None
+    pointer_attentions: torch.FloatTensor | None = None
+    copy_shares: torch.FloatTensor | None = None
+
+
+@dataclass
+class PointerGeneratorGenerateBeamOutput(GenerateBeamEncoderDecoderOutput):
+    """`GenerateBeamEncoderDecoderOutput` plus the copy decisions of each returned hypothesis (beam search): the
+    fields of `PointerGeneratorGenerateOutput`, aligned with `sequences` (hypotheses as the beams returned them)."""
+
+    p_gen: torch.FloatTensor | None = None
+    pointer_attentions: torch.FloatTensor | None = None
+    copy_shares: torch.FloatTensor | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -921,9 +954,17 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         Accepts a batch from `PointerGeneratorProcessor` / `encode_with_oovs` as is (`generate(**batch)`): the keys
         only needed for decoding (`oov_words`, `num_truncated_tokens`) are dropped. Rows never emit a slot their own
         source lacks: the mixture gives it probability 0 (-inf) and every logits processor keeps -inf at -inf.
+
+        `output_copy_info=True` (implies `return_dict_in_generate=True`) adds `p_gen`, `pointer_attentions` and
+        `copy_shares` to the output (see `PointerGeneratorGenerateOutput`): one teacher-forced forward of the returned
+        sequences after decoding, so every decoding strategy gets exactly the values behind its own outputs, and
+        decoding itself costs nothing more.
         """
         for key in _DECODING_ONLY_KEYS:
             kwargs.pop(key, None)
+        output_copy_info = bool(kwargs.pop("output_copy_info", False))
+        if output_copy_info:
+            kwargs["return_dict_in_generate"] = True  # the copy information travels on the output object
         protected_spans = kwargs.pop(PROTECTED_SPANS_KEY, None)  # processor(..., protect=...): guaranteed copies
         if protected_spans:
             width = self.config.vocab_size if self.config.force_p_gen == 1.0 else None  # copying off: no copy ids
@@ -943,7 +984,77 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         outputs = super().generate(inputs, *args, **kwargs)
         if protected_spans:
             _warn_missing_spans(kwargs["logits_processor"], outputs)  # spans the length limit cut, by name
+        if output_copy_info:
+            outputs = self._with_copy_info(outputs, source_ids, kwargs)
         return outputs
+
+    @torch.no_grad()
+    def _with_copy_info(self, outputs, source_ids: torch.Tensor | None, kwargs: dict):
+        """`outputs` as a `PointerGeneratorGenerate*Output` carrying the copy decisions behind its sequences."""
+        sequences = outputs.sequences  # (R, L): R = B * num_return_sequences
+        extended_ids = kwargs.get("extended_input_ids")  # (B, S)
+        if extended_ids is None:
+            raise ValueError("output_copy_info=True needs the source ids: pass input_ids (or extended_input_ids).")
+        batch_size = extended_ids.shape[0]
+        if sequences.shape[0] % batch_size:
+            raise ValueError(f"generate() returned {sequences.shape[0]} sequences for {batch_size} sources.")
+        per_source = sequences.shape[0] // batch_size
+        prompt = kwargs.get("decoder_input_ids")
+        prompt_len = prompt.shape[-1] if isinstance(prompt, torch.Tensor) else 1
+        generated = sequences[:, prompt_len:]  # (R, G)
+
+        def rows(value):
+            return value.repeat_interleave(per_source, dim=0) if per_source > 1 else value
+
+        attention_mask = kwargs.get("attention_mask")
+        if attention_mask is None and source_ids is not None:
+            attention_mask = torch.ones_like(source_ids)
+        encoder_states = kwargs["encoder_outputs"][0] if kwargs.get("encoder_outputs") is not None else None
+        source = rows(extended_ids)  # (R, S)
+
+        vocab_size = self.config.vocab_size
+        width = vocab_size + num_oov_slots(extended_ids, vocab_size)
+        chunk = max(1, _COPY_INFO_CHUNK_FLOATS // max(1, sequences.shape[1] * width))  # bounds the (r, L, V + N)
+        steps = slice(prompt_len - 1, None)  # the decoder positions that produced the generated tokens
+        p_gen, attention, share = [], [], []
+        for start in range(0, sequences.shape[0], chunk):
+            part = slice(start, start + chunk)
+            if encoder_states is not None:
+                source_inputs = {"encoder_outputs": BaseModelOutput(last_hidden_state=rows(encoder_states)[part])}
+            else:
+                source_inputs = {"input_ids": rows(source_ids)[part]}
+            if attention_mask is not None:
+                source_inputs["attention_mask"] = rows(attention_mask)[part]
+            out = self(
+                **source_inputs, extended_input_ids=source[part], decoder_input_ids=sequences[part, :-1],
+                output_pointer=True, use_cache=False, return_dict=True,
+            )
+            chosen = generated[part]  # (r, G)
+            log_p = out.logits[:, steps].float().log_softmax(-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
+            switch = out.p_gen[:, steps].float()  # (r, G)
+            pointer = out.pointer_attentions[:, steps].float()  # (r, G, S)
+            copy_mass = (pointer * (source[part].unsqueeze(1) == chosen.unsqueeze(-1))).sum(-1)  # (r, G)
+            copy_p = (1.0 - switch) * copy_mass
+            if self.config.force_p_gen == 1.0:
+                copy_p = torch.zeros_like(copy_p)  # copying off: the output is the base's own
+            p_gen.append(switch)
+            attention.append(pointer)
+            share.append((copy_p / log_p.exp().clamp_min(_COPY_MASS_FLOOR)).clamp(0.0, 1.0))
+        p_gen, attention, share = torch.cat(p_gen), torch.cat(attention), torch.cat(share)
+
+        # Positions after a sequence's end hold padding, not decisions.
+        generation_config = kwargs.get("generation_config") or self.generation_config
+        eos = kwargs.get("eos_token_id", generation_config.eos_token_id)
+        eos = torch.tensor([] if eos is None else [eos] if isinstance(eos, int) else list(eos), device=sequences.device)
+        is_eos = torch.isin(generated, eos)  # (R, G)
+        ended = (is_eos.cumsum(-1) - is_eos.long()) > 0  # strictly after the first EOS
+        p_gen = p_gen.masked_fill(ended, float("nan"))
+        share = share.masked_fill(ended, float("nan"))
+        attention = attention.masked_fill(ended.unsqueeze(-1), 0.0)
+
+        beams = isinstance(outputs, GenerateBeamEncoderDecoderOutput)
+        cls = PointerGeneratorGenerateBeamOutput if beams else PointerGeneratorGenerateOutput
+        return cls(**dict(outputs.items()), p_gen=p_gen, pointer_attentions=attention, copy_shares=share)
 
     def _get_candidate_generator(self, *args, **kwargs):
         generator = super()._get_candidate_generator(*args, **kwargs)

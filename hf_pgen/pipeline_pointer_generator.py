@@ -98,6 +98,13 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     - `protect`: guaranteed copies (off by default): `"placeholders"`, `"oov"` (copying models only), a regular
       expression or a list of literal strings; every protected span of a source comes out exactly as often as the
       source holds it (see `hf_pgen.protection_pointer_generator`). Works for plain encoder-decoders too.
+    - `return_copy_info=True` (pointer-generators): each result is a *copy record*, the text plus what was copied:
+      `source`, `source_tokens` (`[{"text", "span"}]`, span = character offsets in the input, None for special
+      tokens and the prefix), `tokens` (one per output token: `text` — they join to the translation —, `token_id`,
+      `p_gen`, `copy_share` (the share of the token's probability that came from copying), `source_span` (offsets
+      of the source token it was copied from: the most attended one holding it, when copying gave at least half of
+      its probability; else None), `attention` (the pointer over `source_tokens`), `protected`) and
+      `protected_spans`. `hf_pgen.visualize.to_html(records, "copies.html")` draws them.
     """
 
     _load_processor = False
@@ -157,9 +164,18 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         return_text: bool | None = None,
         clean_up_tokenization_spaces: bool | None = None,
         protect: Any = None,
+        return_copy_info: bool | None = None,
         **generate_kwargs,
     ):
-        preprocess = {}
+        preprocess, postprocess = {}, {}
+        if return_copy_info:
+            if not self._copies:
+                raise ValueError(
+                    "return_copy_info=True needs a pointer-generator: this model has no copy switch. Wrap it with "
+                    "PointerGeneratorForConditionalGeneration.from_base(...) and fine-tune it, or drop the option."
+                )
+            preprocess["return_copy_info"] = postprocess["return_copy_info"] = True
+            generate_kwargs["output_copy_info"] = True
         if protect is not None:
             _check_protect(protect)  # a bad pattern fails before any work
             if protect == "oov" and not self._copies:
@@ -176,7 +192,6 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             preprocess["src_lang"] = src_lang
         if tgt_lang is not None:
             generate_kwargs.setdefault("forced_bos_token_id", self._language_token_id(tgt_lang))
-        postprocess = {}
         if return_tensors is not None:
             postprocess["return_tensors"] = bool(return_tensors)
         if return_text is not None:
@@ -226,12 +241,16 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         truncation: bool | str | None = None,
         src_lang: str | None = None,
         protect: Any = None,
+        return_copy_info: bool = False,
     ) -> dict[str, Any]:
         _check_text(text)
         if src_lang is not None:
             self.tokenizer.src_lang = src_lang  # mBART/M2M100 tokenizers add the language code from this
-        source = (self.prefix if prefix is None else prefix) + text
+        prefix = self.prefix if prefix is None else prefix
+        source = prefix + text
         protection = {} if protect is None else {"protect": protect}
+        if return_copy_info:
+            protection["return_offsets_mapping"] = True
         if truncation is False:
             encoding, table = self._encode(source, truncation=False, **protection)
         else:
@@ -253,6 +272,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         model_inputs["is_blank"] = torch.tensor([not text.strip()])
         if protect is not None:
             model_inputs[PROTECTED_SPANS_KEY] = encoding[PROTECTED_SPANS_KEY][0]  # a dict: batching makes a list
+        if return_copy_info:  # a dict too
+            model_inputs["copy_source"] = self._copy_source(text, prefix, encoding, protect is not None)
         return model_inputs
 
     def _forward(self, model_inputs: dict[str, Any], **generate_kwargs) -> dict[str, Any]:
@@ -274,15 +295,26 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 generate_kwargs["logits_processor"] = _protection_processors(
                     protected, self.model.generation_config, generate_kwargs, width=self.model.config.vocab_size
                 )
-        output_ids = self.model.generate(**inputs, **generate_kwargs)  # (B * num_return_sequences, L)
+        output = self.model.generate(**inputs, **generate_kwargs)  # (B * num_return_sequences, L)
+        output_ids = output.sequences if generate_kwargs.get("output_copy_info") else output
         if protected is not None and not self._copies:
             _warn_missing_spans(generate_kwargs["logits_processor"], output_ids)
         batch_size = input_ids.shape[0]
-        return {
-            "output_ids": output_ids.reshape(batch_size, output_ids.shape[0] // batch_size, -1),  # (B, k, L)
+        per_source = output_ids.shape[0] // batch_size
+        outputs = {
+            "output_ids": output_ids.reshape(batch_size, per_source, -1),  # (B, k, L)
             "oov_words": _one_table_per_example(model_inputs["oov_words"]),
             "is_blank": model_inputs["is_blank"],  # (B,)
         }
+        if generate_kwargs.get("output_copy_info"):
+            sources = model_inputs["copy_source"]
+            outputs["copy_source"] = [sources] if isinstance(sources, dict) else list(sources)
+            for key in ("p_gen", "copy_shares", "pointer_attentions"):  # (B, k, G) / (B, k, G, S)
+                value = getattr(output, key)
+                outputs[key] = value.reshape(batch_size, per_source, *value.shape[1:])
+            outputs["extended_input_ids"] = inputs.get("extended_input_ids", input_ids)  # (B, S)
+            outputs["attention_mask"] = attention_mask
+        return outputs
 
     def postprocess(
         self,
@@ -290,6 +322,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         return_text: bool | None = None,
         return_tensors: bool = False,
         clean_up_tokenization_spaces: bool = False,
+        return_copy_info: bool = False,
     ) -> list[dict[str, Any]]:
         output_ids = model_outputs["output_ids"][0]  # (k, L): one input's num_return_sequences outputs
         # Unbatched from a batch, the entry is this input's table (a tuple); from a batch of one, a list of one table.
@@ -304,14 +337,72 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             else:
                 texts = self._decode(output_ids, table, clean_up_tokenization_spaces)
         records = []
-        for ids, text in zip(output_ids, texts):
+        for j, (ids, text) in enumerate(zip(output_ids, texts)):
             record = {}
             if return_text:
                 record[f"{self.return_name}_text"] = text
             if return_tensors:
                 record[f"{self.return_name}_token_ids"] = ids
+            if return_copy_info:
+                record.update(self._copy_record(model_outputs, j, ids, table, clean_up_tokenization_spaces))
             records.append(record)
         return records
+
+    # -- copy records ----------------------------------------------------------------------------------------------
+
+    def _copy_source(self, text: str, prefix: str, encoding: dict[str, Any], protected: bool) -> dict[str, Any]:
+        """What a copy record needs of one source: its tokens' texts and character spans in `text` (the input)."""
+        ids = encoding["input_ids"][0].tolist()
+        mask = encoding["attention_mask"][0].tolist()
+        source, prefix_len = prefix + text, len(prefix)
+        tokens = []
+        for position, (token_id, (start, end)) in enumerate(zip(ids, encoding["offset_mapping"][0].tolist())):
+            if not mask[position]:
+                continue
+            if end > start and start >= prefix_len:
+                tokens.append({"text": text[start - prefix_len : end - prefix_len],
+                               "span": [start - prefix_len, end - prefix_len]})
+            else:  # a special token, or a piece of the task prefix
+                piece = source[start:end] if end > start else None
+                tokens.append({"text": piece or self.tokenizer.convert_ids_to_tokens(token_id), "span": None})
+        spans = [entry["text"] for entry in encoding[PROTECTED_SPANS_KEY][0]["spans"]] if protected else []
+        return {"source": text, "source_tokens": tokens, "protected_spans": spans}
+
+    def _copy_record(
+        self, model_outputs: dict[str, Any], j: int, ids: torch.Tensor, table: list[str], clean_up: bool
+    ) -> dict[str, Any]:
+        """The copy record of output `j` of this input (see the class docstring)."""
+        source = model_outputs["copy_source"]  # unbatched from a batch: this input's dict; from a batch of one: [dict]
+        source = source if isinstance(source, dict) else source[0]
+        keep = model_outputs["attention_mask"][0].bool()  # (S,)
+        source_ids = model_outputs["extended_input_ids"][0][keep]  # (S_i,)
+        p_gen = model_outputs["p_gen"][0, j]  # (G,)
+        shares = model_outputs["copy_shares"][0, j]  # (G,)
+        attention = model_outputs["pointer_attentions"][0, j][:, keep]  # (G, S_i)
+        generated = ids[ids.shape[0] - p_gen.shape[0] :].tolist()  # the tokens those decisions chose
+        special = set(self.tokenizer.all_special_ids)
+        tokens, previous = [], ""
+        for t, token_id in enumerate(generated):
+            if bool(p_gen[t].isnan()):
+                break  # the sequence ended
+            if token_id in special:
+                continue
+            # Each token's text is what it adds to the decoded prefix, so the texts join to the translation.
+            text = self._processor.decode(generated[: t + 1], table, clean_up_tokenization_spaces=clean_up)
+            common = len(previous) if text.startswith(previous) else _trim_to_common_prefix(tokens, previous, text)
+            share = float(shares[t])
+            span = None
+            holds = (source_ids == token_id).nonzero().flatten()
+            if share >= 0.5 and len(holds):
+                best = int(holds[attention[t, holds].argmax()])
+                span = source["source_tokens"][best]["span"]
+            tokens.append({"text": text[common:], "token_id": int(token_id), "p_gen": float(p_gen[t]),
+                           "copy_share": share, "source_span": span,
+                           "attention": [round(float(a), 6) for a in attention[t]], "protected": False})
+            previous = text
+        translation = "".join(token["text"] for token in tokens)
+        _mark_protected(tokens, translation, source["protected_spans"])
+        return {**source, "tokens": tokens}
 
     # -- encoding and decoding -------------------------------------------------------------------------------------
 
@@ -444,6 +535,37 @@ class _CheckedTexts(torch.utils.data.Dataset):
         text = self.dataset[index]
         _check_text(text, index)
         return text
+
+
+def _trim_to_common_prefix(tokens: list[dict[str, Any]], previous: str, text: str) -> int:
+    """A decoder that rewrote earlier text once more tokens came (rare: clean-up rules): cut the earlier tokens'
+    texts back to what `previous` and `text` share, so the texts still join to the decoded output. Returns its length."""
+    common = 0
+    while common < min(len(previous), len(text)) and previous[common] == text[common]:
+        common += 1
+    excess = len(previous) - common
+    for token in reversed(tokens):
+        if excess <= 0:
+            break
+        cut = min(excess, len(token["text"]))
+        token["text"] = token["text"][: len(token["text"]) - cut]
+        excess -= cut
+    return common
+
+
+def _mark_protected(tokens: list[dict[str, Any]], translation: str, span_texts: list[str]) -> None:
+    """Set `protected` on the tokens that overlap an occurrence of a protected span in the translation."""
+    covered = [False] * len(translation)
+    for span_text in span_texts:
+        start = translation.find(span_text)
+        while span_text and start >= 0:
+            covered[start : start + len(span_text)] = [True] * len(span_text)
+            start = translation.find(span_text, start + len(span_text))
+    position = 0
+    for token in tokens:
+        end = position + len(token["text"])
+        token["protected"] = any(covered[position:end])
+        position = end
 
 
 def _one_table_per_example(oov_words) -> list[tuple[str, ...]]:

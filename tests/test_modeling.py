@@ -222,6 +222,63 @@ def test_beam_scores_match_teacher_forced_recomputation(case_model):
     torch.testing.assert_close(out.sequences_scores, transition.sum(-1), atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"num_beams": 4, "num_return_sequences": 2}, {"do_sample": True, "num_return_sequences": 3}],
+    ids=["greedy", "beams", "sampling"],
+)
+def test_copy_info_equals_teacher_forcing_of_each_returned_sequence(case_model, kwargs):
+    """generate(output_copy_info=True): row r of p_gen / pointer_attentions / copy_shares belongs to sequences[r] (of
+    source r // k), equals a forward of that sequence alone on its own unpadded source, and is empty after its end."""
+    model = case_model
+    input_ids, attention_mask, extended = source_batch()
+    torch.manual_seed(0)
+    out = model.generate(
+        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=6,
+        output_copy_info=True, **kwargs,
+    )
+    k = kwargs.get("num_return_sequences", 1)
+    generated = out.sequences[:, 1:]  # (R, G)
+    assert out.p_gen.shape == generated.shape and out.copy_shares.shape == generated.shape
+    assert out.pointer_attentions.shape == (*generated.shape, input_ids.shape[1])
+    eos = model.generation_config.eos_token_id
+    for r, sequence in enumerate(out.sequences):
+        i, keep = r // k, attention_mask[r // k].bool()
+        ends = (generated[r] == eos).nonzero()
+        length = int(ends[0]) + 1 if len(ends) else generated.shape[1]  # generated tokens up to and with EOS
+        with torch.no_grad():
+            single = model(
+                input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep],
+                decoder_input_ids=sequence[None, :length], output_pointer=True,
+            )
+        chosen = generated[r, :length]
+        p_gen, pointer = single.p_gen[0], single.pointer_attentions[0]  # (length,), (length, S_i)
+        # Padding a batch moves T5's masked attention by float noise (~1e-4), nothing more.
+        torch.testing.assert_close(out.p_gen[r, :length], p_gen, atol=5e-4, rtol=0)
+        torch.testing.assert_close(out.pointer_attentions[r, :length][:, keep], pointer, atol=5e-4, rtol=0)
+        assert (out.pointer_attentions[r, :length][:, ~keep].abs() < 1e-6).all()
+        copy_mass = (pointer * (extended[i, keep][None, :] == chosen[:, None])).sum(-1)
+        probability = single.logits[0].exp().gather(-1, chosen[:, None]).squeeze(-1)
+        torch.testing.assert_close(out.copy_shares[r, :length], (1 - p_gen) * copy_mass / probability,
+                                   atol=5e-4, rtol=1e-3)
+        assert out.p_gen[r, length:].isnan().all() and out.copy_shares[r, length:].isnan().all()
+        assert (out.pointer_attentions[r, length:] == 0).all()
+    copied = generated >= VOCAB  # an out-of-vocabulary word can only have been copied
+    assert torch.allclose(out.copy_shares[copied], torch.ones(()), atol=1e-5)
+
+
+def test_copy_info_is_off_by_default_and_zero_without_copying():
+    model = wrap("bart", p_gen_bias_init=0.0)
+    input_ids, attention_mask, extended = source_batch()
+    batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=4)
+    plain = model.generate(**batch, return_dict_in_generate=True)
+    assert not hasattr(plain, "p_gen") and type(plain).__name__ == "GenerateEncoderDecoderOutput"
+    with model.disable_copy():
+        out = model.generate(**batch, output_copy_info=True)
+    finished = out.copy_shares.isnan()
+    assert (out.copy_shares[~finished] == 0).all() and (out.p_gen[~finished] == 1).all()
+
+
 def test_extended_decoder_inputs_are_embedded_as_unknown():
     model = wrap("bart", p_gen_bias_init=0.0)
     input_ids, attention_mask, extended = source_batch()
