@@ -30,6 +30,7 @@ import contextlib
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,6 +38,8 @@ from transformers import Seq2SeqTrainer
 from transformers.trainer_utils import EvalLoopOutput, EvalPrediction, has_length
 from transformers.utils import logging
 
+from .processing_pointer_generator import PointerGeneratorProcessor
+from .protection_pointer_generator import PROTECTED_SPANS_KEY, _check_protect, _protection_processors
 from .tokenization_pointer_generator import batch_decode_with_oovs
 
 logger = logging.get_logger(__name__)
@@ -85,6 +88,11 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             `PointerGeneratorProcessor` / `encode_with_oovs` return as `oov_words`).
         example_columns: more dataset columns to hand `compute_metrics` row-aligned in `eval_pred.columns` (raw
             source and reference texts, say). A `compute_metrics` built by `build_compute_metrics` asks for its own.
+        protect: protected spans for generated predictions (`predict_with_generate`), as in
+            `PointerGeneratorProcessor(..., protect=...)`: `"placeholders"`, `"oov"`, a regular expression or literal
+            strings. Each example's source text (the dataset column `source_column`, after `source_prefix`, truncated
+            to `max_source_length` tokens as the inputs were) is encoded with the protection and its spans go to
+            `generate()`; a plain base gets the same guarantee through the logits processor.
 
     Differences from the stock trainer, for a model with a copy head (`model_type == "pointer_generator"`):
 
@@ -110,6 +118,10 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         *more,
         oov_words_column: str = "oov_words",
         example_columns: Sequence[str] = (),
+        protect: Any = None,
+        source_column: str = "source",
+        source_prefix: str = "",
+        max_source_length: int | None = None,
         **kwargs,
     ):
         processing_class = kwargs.get("processing_class", more[2] if len(more) > 2 else None)
@@ -121,6 +133,14 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         super().__init__(model, args, data_collator, *more, **kwargs)
         self.oov_words_column = oov_words_column
         self.example_columns = tuple(example_columns)
+        if protect is not None:
+            _check_protect(protect)  # a bad pattern fails before any training
+            if protect == "oov" and not _has_copy_head(self.model):
+                raise ValueError('protect="oov" needs a copying model: out-of-vocabulary words can only be copied.')
+        self.protect = protect
+        self._protection = dict(source_column=source_column, source_prefix=source_prefix,
+                                max_source_length=max_source_length)
+        self._examples: _ExampleIndexDataset | None = None  # the dataset being evaluated (for protected spans)
         self.label_smoothing = 0.0
         if self.label_smoother is not None and _has_copy_head(self.model):
             _check_accepts_label_smoothing(self.model)
@@ -188,6 +208,10 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         indices = inputs.pop(EXAMPLE_INDEX, None)  # (B,)
         copy_head = _has_copy_head(self.model)
+        if self.protect is not None and self.args.predict_with_generate and not prediction_loss_only:
+            # The stock step only reads its own generation settings when it gets no keyword at all: merge them.
+            gen_kwargs = {**getattr(self, "_gen_kwargs", {}), **gen_kwargs}
+            gen_kwargs.update(self._protection_kwargs(inputs, indices, gen_kwargs))
         if copy_head and not self.args.predict_with_generate and ignore_keys is None:
             # Keep the log-probabilities only: the encoder states and the scalar coverage loss do not concatenate.
             ignore_keys = [*getattr(self.model.config, "keys_to_ignore_at_inference", ["cache"]),
@@ -209,7 +233,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                         metric_key_prefix="eval") -> EvalLoopOutput:
         examples = getattr(dataloader, "dataset", None)
         examples = examples if isinstance(examples, _ExampleIndexDataset) else None
-        self._gathered_indices, self._evaluation_rows = [], None
+        self._gathered_indices, self._evaluation_rows, self._examples = [], None, examples
         compute_metrics = self.compute_metrics
         if compute_metrics is not None and examples is not None:
             self.compute_metrics = functools.partial(self._compute_metrics_with_examples, compute_metrics, examples)
@@ -226,6 +250,36 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         if rows is None:
             return output
         return output._replace(predictions=_take(output.predictions, rows), label_ids=_take(output.label_ids, rows))
+
+    def _protection_kwargs(self, inputs: dict, indices: torch.Tensor | None, gen_kwargs: dict) -> dict:
+        """generate() keywords that protect the spans of this batch's sources (see `protect`)."""
+        column = self._protection["source_column"]
+        texts = self._examples.column(column) if self._examples is not None and indices is not None else None
+        if texts is None:
+            raise ValueError(
+                f"protect={self.protect!r} needs each evaluation example's source text: keep the column {column!r} "
+                "in the evaluation dataset (or name yours with source_column=...)."
+            )
+        model = _unwrap(self.model)
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        processor = self.__dict__.get("_protection_processor")
+        if processor is None:  # one per trainer: it caches what it learns about the vocabulary
+            processor = self._protection_processor = PointerGeneratorProcessor(tokenizer, model.config.vocab_size)
+        sources = [self._protection["source_prefix"] + texts[i] for i in indices.tolist()]
+        batch = processor(sources, max_length=self._protection["max_source_length"], truncation=True,
+                          protect=self.protect)
+        first = inputs["input_ids"][0][inputs["attention_mask"][0].bool()].tolist()
+        if batch["input_ids"][0] != first:
+            raise ValueError(
+                f"protect: the text of column {column!r} does not encode to the batch's input_ids (with "
+                f"source_prefix={self._protection['source_prefix']!r} and max_source_length="
+                f"{self._protection['max_source_length']}): pass the prefix and length the dataset was encoded with."
+            )
+        spans = batch[PROTECTED_SPANS_KEY]
+        if _has_copy_head(model):
+            return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
+        return {"logits_processor": _protection_processors(spans, model.generation_config, gen_kwargs,
+                                                           width=model.config.vocab_size)}
 
     def _rows_in_dataset_order(self, predictions) -> np.ndarray | None:
         """Rows that put the gathered predictions in dataset order, each example once (DDP pads with duplicates)."""

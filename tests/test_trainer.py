@@ -397,3 +397,55 @@ def test_bf16_mixed_precision_trains_and_evaluates_with_copies(tokenizer, tmp_pa
     metrics = trainer.evaluate()
     assert np.isfinite(metrics["eval_loss"])
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Protected spans in generated predictions
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+PLACEHOLDER_SOURCES = ["Delete %(name)s now", "Open {folder} and %s", "Save <b>all</b> files", "Close the file",
+                       "%d of %d items", "Rename {0} to {1}"]
+
+
+@pytest.mark.parametrize("copy", [True, False], ids=["pointer-generator", "plain base"])
+def test_predict_with_protect_keeps_every_placeholder(tokenizer, tmp_path, copy):
+    """An untrained model drops placeholders; with protect="placeholders" every prediction holds the source's exactly
+    (the model's copy head or, for a plain base, the logits processor), in any evaluation order."""
+    from hf_pgen.metrics import placeholder_preservation
+
+    from transformers import DataCollatorForSeq2Seq
+
+    from training.tokenizer import train_shared_tokenizer
+
+    if not copy:  # without copying, only a vocabulary that can spell the placeholders can place them: subwords
+        tokenizer = train_shared_tokenizer(corpus_texts("train", limit=400), "unigram", vocab_size=300)
+    model = tiny_model(tokenizer, copy=copy)
+    data = copy_task(tokenizer, PLACEHOLDER_SOURCES, model.config.vocab_size)
+    collator = None
+    if not copy:  # as run_translation feeds a plain base: its own ids only
+        data = data.remove_columns(["extended_input_ids"]).map(lambda b: {"labels": [
+            [t if t < len(tokenizer) else tokenizer.unk_token_id for t in row] for row in b["labels"]]}, batched=True)
+        collator = DataCollatorForSeq2Seq(tokenizer, model=model)
+    args = training_args(tmp_path, predict_with_generate=True, generation_max_length=24, per_device_eval_batch_size=4)
+
+    def predict(**kwargs):
+        trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=args, processing_class=tokenizer,
+                                                 data_collator=collator, source_column="en", max_source_length=32,
+                                                 **kwargs)
+        ids = trainer.predict(data).predictions
+        return batch_decode_with_oovs(tokenizer, np.where(ids < 0, tokenizer.pad_token_id, ids),
+                                      list(data["oov_words"]), vocab_size=model.config.vocab_size)
+
+    assert placeholder_preservation(PLACEHOLDER_SOURCES, predict()) < 0.5
+    assert placeholder_preservation(PLACEHOLDER_SOURCES, predict(protect="placeholders")) == 1.0
+    with pytest.raises(ValueError, match="does not encode to the batch"):
+        predict(protect="placeholders", source_prefix="translate: ")  # not the text the inputs were encoded from
+
+
+def test_protect_options_are_checked_before_any_work(tokenizer, tmp_path):
+    args = training_args(tmp_path)
+    with pytest.raises(ValueError, match="empty pattern"):
+        PointerGeneratorSeq2SeqTrainer(model=tiny_model(tokenizer), args=args, protect="")
+    with pytest.raises(ValueError, match="needs a copying model"):
+        PointerGeneratorSeq2SeqTrainer(model=tiny_model(tokenizer, copy=False), args=args, protect="oov")

@@ -224,6 +224,12 @@ class DataTrainingArguments:
         default=None, metadata={"help": "Token forced first in the output (mBART-50, M2M100: the target language "
                                         "code, which is the default for them)."}
     )
+    protect: str | None = field(
+        default=None,
+        metadata={"help": "Guaranteed copies in generated evaluation/test outputs (--predict_with_generate): "
+                          "'placeholders', 'oov' (copying models) or a regular expression. Every protected span of a "
+                          "source comes out exactly as often as the source holds it."},
+    )
     skip_bad_lines: bool = field(
         default=False,
         metadata={"help": "Skip (and count) lines of data files that are not valid UTF-8 or not valid JSON instead "
@@ -299,6 +305,9 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     logger.info("Training/evaluation parameters %s", training_args)
     if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
         raise ValueError("There is nothing to do: pass --do_train, --do_eval and/or --do_predict.")
+    if data_args.protect is not None and not training_args.predict_with_generate:
+        raise ValueError(f"--protect {data_args.protect} protects spans in generated outputs: add "
+                         "--predict_with_generate (or drop --protect).")
     checkpoint = find_checkpoint(data_args, training_args)
     set_seed(training_args.seed)
     copy = copy_args.copy_mechanism
@@ -448,6 +457,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         compute_metrics=build_compute_metrics(tokenizer, vocab_size=vocab_size, source_column="source",
                                               reference_column="target")
         if training_args.predict_with_generate else None,
+        protect=data_args.protect, source_column="source", source_prefix=prefix,
+        max_source_length=data_args.max_source_length,
     )
 
     results: dict[str, Any] = {}
