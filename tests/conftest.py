@@ -57,7 +57,8 @@ def trained_copier():
     config = BartConfig(
         vocab_size=len(tokenizer), d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
         decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
-        dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None,
+        dropout=0.0, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
     )
     model = PointerGeneratorForConditionalGeneration.from_base(
         BartForConditionalGeneration(config), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0

@@ -266,7 +266,8 @@ def test_long_sources_are_truncated_with_a_warning_naming_them(translator, caplo
     with caplog.at_level(logging.WARNING):
         quiet = translator.preprocess(text, truncation=True)
     assert quiet["input_ids"].shape[1] == 64 and "truncated" not in caplog.text
-    assert translator.preprocess(text, truncation=False)["input_ids"].shape[1] == 201
+    whole = len(translator.tokenizer(text)["input_ids"])
+    assert whole > 64 and translator.preprocess(text, truncation=False)["input_ids"].shape[1] == whole
 
 
 def test_saved_folder_without_a_generation_length_is_not_cut_at_20_tokens(tmp_path, trained_copier, recwarn):
@@ -329,8 +330,9 @@ def test_task_prefix_as_in_v4(t5_copier):
 def test_language_codes(t5_copier):
     model, tokenizer = t5_copier
     pipe = PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer, task="translation")
-    _, generate_kwargs, _ = pipe._sanitize_parameters(tgt_lang="Save")
-    assert generate_kwargs["forced_bos_token_id"] == tokenizer.convert_tokens_to_ids("Save")
+    code = tokenizer.convert_ids_to_tokens(10)  # any token of the vocabulary stands in for a language code
+    _, generate_kwargs, _ = pipe._sanitize_parameters(tgt_lang=code)
+    assert generate_kwargs["forced_bos_token_id"] == 10
     with pytest.raises(ValueError, match="tgt_lang"):
         pipe._sanitize_parameters(tgt_lang="xx_NOT_A_TOKEN")
     # "translation_en_to_de" names languages only for multilingual tokenizers (v4): not for this one
@@ -357,3 +359,47 @@ def test_m2m100_languages_from_arguments_and_task_name(tmp_path):
     assert _texts(by_argument(texts, src_lang="en", tgt_lang="de")) == expected
     encoded = by_argument.preprocess("Open", src_lang="en")["input_ids"][0].tolist()
     assert encoded[0] == tokenizer.get_lang_id("en")
+
+
+# -- copy records (return_copy_info=True) ----------------------------------------------------------------------------
+
+
+def test_copy_records_agree_with_generate_and_with_their_own_text(trained_copier, translator):
+    """Each record's token texts join to its translation; its p_gen / attention are generate()'s copy info for that
+    output; copied out-of-vocabulary words point at their own place in the input."""
+    model, tokenizer, _ = trained_copier
+    records = translator(MIXED, return_copy_info=True, num_beams=2, batch_size=2)
+    assert _texts(records) == _texts(translator(MIXED, num_beams=2, batch_size=2))  # the option changes no text
+    for text, record in zip(MIXED, records):
+        assert record["source"] == text and record["protected_spans"] == []
+        assert "".join(token["text"] for token in record["tokens"]) == record["translation_text"]
+        spans = [token["span"] for token in record["source_tokens"] if token["span"] is not None]
+        assert all(text[a:b] == token["text"] for (a, b), token in zip(spans, record["source_tokens"]))
+        for token in record["tokens"]:
+            assert len(token["attention"]) == len(record["source_tokens"])
+            assert sum(token["attention"]) == pytest.approx(1.0, abs=1e-4)
+            assert 0.0 <= token["p_gen"] <= 1.0 and 0.0 <= token["copy_share"] <= 1.0
+            if token["token_id"] >= model.config.vocab_size:  # an OOV word: only copying produces it
+                assert token["copy_share"] == pytest.approx(1.0, abs=1e-5)
+                a, b = token["source_span"]
+                assert text[a:b].strip() == token["text"].strip()
+    # The numbers are generate()'s own for the same source.
+    batch = translator._processor([MIXED[1]], return_tensors="pt")
+    out = model.generate(**batch, num_beams=2, output_copy_info=True, max_new_tokens=model.generation_config.max_length)
+    kept = [t for t, token_id in enumerate(out.sequences[0, 1:].tolist()) if token_id not in tokenizer.all_special_ids]
+    assert [token["p_gen"] for token in records[1]["tokens"]] == pytest.approx(out.p_gen[0, kept].tolist(), abs=1e-5)
+    assert records[1]["tokens"][0]["attention"] == pytest.approx(out.pointer_attentions[0, kept[0]].tolist(), abs=1e-5)
+    assert any(token["source_span"] for token in records[1]["tokens"])
+    json.dumps(records)  # plain data
+
+
+def test_copy_records_mark_protected_spans_and_need_a_copy_model(translator, tmp_path):
+    [record] = translator(["Delete %(name)s from {folder}"], return_copy_info=True, protect="placeholders")
+    assert sorted(record["protected_spans"]) == ["%(name)s", "{folder}"]
+    marked = "".join(token["text"] for token in record["tokens"] if token["protected"])
+    assert "%(name)s" in marked and "{folder}" in marked
+    several = translator(NAMES[0], return_copy_info=True, num_return_sequences=2, num_beams=2)
+    assert len(several) == 2 and all("tokens" in record for record in several)
+    plain = pipeline("translation", model=tiny_base("bart"), tokenizer=translator.tokenizer)
+    with pytest.raises(ValueError, match="needs a pointer-generator"):
+        plain("Open", return_copy_info=True)

@@ -106,18 +106,11 @@ def corpus_texts(split: str, min_words: int = 3, max_words: int = 8, limit: int 
 
 
 def word_level_tokenizer(texts: list[str], vocab_size: int):
-    """A WordLevel tokenizer with BART's special ids (<s>=0, <pad>=1, </s>=2, <unk>=3) and an eos post-processor."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
+    """The project's one tokenizer builder (`training.tokenizer.train_shared_tokenizer`), word-level: what the main
+    job and `run_translation --train_tokenizer` use. Special ids: <pad>=0, </s>=1, <unk>=2, <s>=3."""
+    from training.tokenizer import train_shared_tokenizer
 
-    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
-    tokenizer.train_from_iterator(texts, trainer)
-    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, bos_token="<s>", pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
-    )
+    return train_shared_tokenizer(texts, "wordlevel", vocab_size)
 
 
 # -- a Python where hf_pgen cannot be imported ------------------------------------------------------------------------

@@ -20,6 +20,18 @@ TOKENIZER_TYPES = ("wordlevel", "wordpiece", "unigram", "bpe")
 PAD, EOS, UNK, BOS = "<pad>", "</s>", "<unk>", "<s>"
 SPECIAL_TOKENS = (PAD, EOS, UNK, BOS)  # ids 0, 1, 2, 3
 
+# Placeholders that hold no space, in the regex dialect of 🤗 tokenizers (Oniguruma). A simpler relative of
+# hf_pgen.placeholders.PLACEHOLDER_PATTERN (which the metrics and protection use): here a near miss costs only a
+# token boundary. Python-named and plain printf, Qt positional, %%, brace fields and templates, tags, URLs.
+_PLACEHOLDER_PIECE = (
+    r"%\([^()\s]+\)[-#0+']*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa]"
+    r"|%(?:\d+\$)?[-#0+']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGcsSpa@]"
+    r"|%L?\d+|%%"
+    r"|[$#%]?\{\{?[^{}\s]*\}\}?"
+    r"|</?[A-Za-z][\w-]*/?>|</?\d+/?>"
+    r"|(?:(?:https?|ftp)://|www\.)[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}]"
+)
+
 
 def train_shared_tokenizer(
     texts: Iterable[str],
@@ -41,7 +53,9 @@ def train_shared_tokenizer(
 
     Special tokens: `<pad>`=0, `</s>`=1 (appended to every sequence), `<unk>`=2, `<s>`=3. Except for byte-level BPE,
     text is NFC-normalised and split at spaces (kept as "▁", so decoding restores the text exactly), line breaks,
-    tabs and punctuation, which makes placeholders such as `%(name)s` sequences of small tokens.
+    tabs and punctuation; a placeholder without spaces (`%(name)s`, `%d`, `{0}`, `${VAR}`, `<b>`, a URL) is one
+    pre-token, so a word-level vocabulary holds it whole (or copies it whole: one decision, not five) and a subword
+    vocabulary spells it from pieces of placeholders, never merged with the words around it.
     """
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
@@ -50,11 +64,11 @@ def train_shared_tokenizer(
     texts = list(texts)
     specials = list(SPECIAL_TOKENS)
     metaspace = dict(replacement="▁", prepend_scheme="always", split=True)
-    # Metaspace first (one "▁" per space), then line breaks and tabs, then punctuation, each as tokens of their own.
+    # Metaspace first (one "▁" per space), then one split that isolates placeholders, line breaks and tabs, and
+    # single punctuation characters (one regex: a second splitter would cut the placeholders it kept whole).
     word_split = pre_tokenizers.Sequence([
         pre_tokenizers.Metaspace(**metaspace),
-        pre_tokenizers.Split(Regex(r"[\n\r\t]"), behavior="isolated"),
-        pre_tokenizers.Punctuation(behavior="isolated"),
+        pre_tokenizers.Split(Regex(_PLACEHOLDER_PIECE + r"|[\n\r\t]|\p{P}|[$+<=>^`|~]"), behavior="isolated"),
     ])
     if tokenizer_type == "bpe":
         tokenizer = Tokenizer(models.BPE())
