@@ -5,7 +5,8 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main test test-compat benchmark clean
+.PHONY: setup main test test-compat benchmark browser clean
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml
@@ -28,12 +29,17 @@ setup: $(VENV)/.installed
 main: setup
 	$(VENV)/bin/python -m training.main
 
-test: setup $(VENV_523)/.installed
+# tests/test_visualize.py drives a real headless Chromium: Debian's packages (selenium comes with the dev extra).
+browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || \
+	  ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium chromium-driver)
+
+test: setup $(VENV_523)/.installed browser
 	$(VENV)/bin/python -m pytest -q
 	$(VENV_523)/bin/python -m pytest -q tests/test_modeling.py tests/test_configuration.py tests/test_modeling_upstream.py tests/test_tokenization.py tests/test_processing.py tests/test_data_collator.py tests/test_pipeline.py
 
 benchmark: setup
-	$(VENV)/bin/python benchmarks/run.py
+	$(VENV)/bin/python -m benchmarks.run
 
 clean:
 	rm -rf $(VENV) $(VENV_523) outputs
