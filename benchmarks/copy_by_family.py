@@ -16,10 +16,10 @@ Two measurements, written to `benchmarks/results/copy_by_family.md` and `.json`:
    measures the budget, not the copy mechanism, and says nothing about fine-tuning a pretrained t5-small.
 
 The stand-ins come from `tests/testing_checkpoints.py` (the real tokenizer and model classes, vocabularies trained on
-the embedded corpus). Not a test; a few CPU minutes:
+the embedded corpus), so `tests/` goes on the path. Not a test; a few CPU minutes, from the repository root:
 
-    python benchmarks/copy_by_family.py                                   # 300 steps, batch 32, d_model 64, 1 thread
-    python benchmarks/copy_by_family.py --steps 30 --out /tmp/smoke        # smoke run
+    PYTHONPATH=tests python -m benchmarks.copy_by_family                         # 300 steps, batch 32, d_model 64
+    PYTHONPATH=tests python -m benchmarks.copy_by_family --steps 30 --out /tmp/smoke     # smoke run
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ import time
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the stand-in builders
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 warnings.filterwarnings("ignore")
 
@@ -58,8 +56,14 @@ from hf_pgen import (  # noqa: E402
     PointerGeneratorForConditionalGeneration,
     PointerGeneratorProcessor,
 )
-from testing_checkpoints import CHECKPOINTS, build_checkpoint, t5_checkpoint  # noqa: E402
-from testing_tokenizers import corpus_lines  # noqa: E402
+try:  # the stand-in builders live with the tests
+    from testing_checkpoints import CHECKPOINTS, build_checkpoint, t5_checkpoint
+    from testing_tokenizers import corpus_lines
+except ModuleNotFoundError as error:
+    if error.name not in ("testing_checkpoints", "testing_tokenizers"):
+        raise
+    sys.exit("benchmarks.copy_by_family builds its stand-ins with the helpers in tests/: run it from the repository "
+             "root as PYTHONPATH=tests python -m benchmarks.copy_by_family")
 
 transformers.logging.set_verbosity_error()
 
@@ -282,7 +286,7 @@ def main() -> None:
     parser.add_argument("--p-gen-bias-init", type=float, default=0.0)
     parser.add_argument("--probes-per-feature", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     start = time.perf_counter()

@@ -1,6 +1,6 @@
 """What encode_with_oovs marks as out of vocabulary, per tokenizer family for the README's "Pretrained checkpoints" table.
 
-Run from the repo root: PYTHONPATH=.:tests .venv/bin/python benchmarks/oov_by_tokenizer.py  (output: benchmarks/results/oov_by_tokenizer.txt)
+Run from the repo root: PYTHONPATH=tests python -m benchmarks.oov_by_tokenizer > benchmarks/results/oov_by_tokenizer.txt
 Every tokenizer is trained here on the embedded corpus (train split, en+de, 45,914 messages), 8K vocabularies.
 """
 import json, re, sys, time, unicodedata, warnings

@@ -1,0 +1,125 @@
+"""The pointer-generator against its base, step for step: training step time and peak memory, generation throughput.
+
+Both models are built from the same config and seed, sit in one process and run interleaved (`harness.interleaved`,
+ABBA); the ratios (pointer-generator / base) are the medians of the per-repeat paired ratios. These are the numbers
+the targets of issue 8 apply to (`TARGETS` in `benchmarks/run.py`).
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import torch
+
+from .harness import PeakMemory, interleaved, log, paired_ratio, summary, sync
+from .workloads import UNK, bart_config, build, make_labels, make_source
+
+__all__ = ["bench_generation", "bench_training"]
+
+
+def bench_training(size: str, length: int, vocab: int, args: Any) -> dict:
+    """One training step (forward + backward + AdamW step + zero_grad) of each model at batch `args.batch`, source
+    = target length `length`: wall time per step, and the peak memory from model construction through the warm-up
+    steps."""
+    config = bart_config(size, vocab, length)
+    input_ids, extended = make_source(args.batch, length, vocab, seed=1)
+    labels = make_labels(extended, length, vocab, seed=1)
+    dev = args.device
+    input_ids, extended, labels = input_ids.to(dev), extended.to(dev), labels.to(dev)
+    attention_mask = torch.ones_like(input_ids)
+    base_labels = labels.masked_fill(labels >= vocab, UNK)
+    inputs = {
+        # The base cannot predict or copy OOV words: its labels carry unk there (same positions, same cost).
+        "base": dict(input_ids=input_ids, attention_mask=attention_mask, labels=base_labels),
+        "pg": dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels),
+    }
+    models, optimizers, memory = {}, {}, {}
+
+    def step(kind):
+        loss = models[kind](**inputs[kind]).loss
+        loss.backward()
+        optimizers[kind].step()
+        optimizers[kind].zero_grad(set_to_none=True)
+
+    for kind in ("base", "pg"):
+        with PeakMemory(dev) as mem:
+            models[kind] = build(kind, config, dev).train()
+            optimizers[kind] = torch.optim.AdamW(models[kind].parameters(), lr=1e-4)
+            for _ in range(args.warmup):
+                step(kind)
+            sync(dev)
+        memory[kind] = mem.peak_bytes
+    # The warm-up steps ran above, inside the memory measurement.
+    times = interleaved({kind: (lambda kind=kind: step(kind)) for kind in ("base", "pg")}, args.repeats, 0, dev)
+    n_params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
+    del models, optimizers
+    gc.collect()
+    return {
+        "size": size,
+        "length": length,
+        "vocab": vocab,
+        "batch": args.batch,
+        "params": n_params,
+        "time_s": {k: summary(v) for k, v in times.items()},
+        "time_raw_s": times,
+        "time_ratio": paired_ratio(times["pg"], times["base"]),
+        "peak_memory_bytes": memory,
+        "memory_ratio": memory["pg"] / memory["base"],
+    }
+
+
+def _check_length(new_tokens: int):
+    def check(name: str, sequences: torch.Tensor) -> None:
+        generated = sequences.shape[1] - 1  # minus the decoder start token
+        if generated != new_tokens:
+            raise RuntimeError(f"{name} generated {generated} tokens, expected {new_tokens}")
+
+    return check
+
+
+def bench_generation(size: str, args: Any) -> list[dict]:
+    """generate() throughput of each model, greedy and beam 4, each batch of `args.gen_batches`: exactly
+    `args.new_tokens` new tokens (min_new_tokens = max_new_tokens), KV cache, untrained weights."""
+    vocab, source_len, new_tokens = args.gen_vocab, args.gen_source_length, args.new_tokens
+    config = bart_config(size, vocab, source_len)
+    dev = args.device
+    models = {kind: build(kind, config, dev).eval() for kind in ("base", "pg")}
+    results = []
+    for batch in args.gen_batches:
+        input_ids, extended = make_source(batch, source_len, vocab, seed=2)
+        input_ids, extended = input_ids.to(dev), extended.to(dev)
+        attention_mask = torch.ones_like(input_ids)
+        inputs = {
+            "base": dict(input_ids=input_ids, attention_mask=attention_mask),
+            "pg": dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended),
+        }
+        for beams in (1, 4):
+            settings = dict(
+                max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=beams, do_sample=False, use_cache=True
+            )
+            times = interleaved(
+                {kind: (lambda kind=kind: models[kind].generate(**inputs[kind], **settings)) for kind in models},
+                args.repeats, args.warmup_gen, dev, check=_check_length(new_tokens),
+            )
+            rates = {kind: [batch * new_tokens / t for t in v] for kind, v in times.items()}
+            results.append(
+                {
+                    "size": size,
+                    "vocab": vocab,
+                    "source_length": source_len,
+                    "new_tokens": new_tokens,
+                    "batch": batch,
+                    "num_beams": beams,
+                    "tokens_per_s": {k: summary(v) for k, v in rates.items()},
+                    "throughput_ratio": paired_ratio(rates["pg"], rates["base"]),
+                }
+            )
+            r = results[-1]
+            log(
+                f"generation {size} batch {batch} beams {beams}: base {r['tokens_per_s']['base']['median']:.0f} "
+                f"tok/s, pg {r['tokens_per_s']['pg']['median']:.0f} tok/s, ratio {r['throughput_ratio']['median']:.3f}"
+            )
+    del models
+    gc.collect()
+    return results

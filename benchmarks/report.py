@@ -1,0 +1,354 @@
+"""A benchmark run's JSON -> markdown tables and a PNG of the ratios against their targets.
+
+Pure functions of the JSON that `benchmarks/run.py` writes (targets included), so a report can be rebuilt from a
+saved run without measuring anything:
+
+    python -m benchmarks.report benchmarks/results/latest.json          # rewrites latest.md and latest.png beside it
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["markdown", "plot", "write"]
+
+# The copy step's timed entries: the keys measure_mixture writes them under.
+COPY_OURS = "mix_into_log_probs"
+COPY_OURS_CLONE = "mix_into_log_probs incl. the clone"
+COPY_LOOP = "loop reference"
+COPY_LOOP_TUNED = "tuned loop (hoisted)"
+COPY_LOOP_DENSE = "loop reference, dense part only"
+COPY_VEC = "vectorized (prob space, scatter_add)"
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.0f} ms" if seconds >= 0.01 else f"{seconds * 1e3:.2f} ms"
+
+
+def _spread(s: dict, digits: int = 3) -> str:
+    return f"[{s['q1']:.{digits}f}, {s['q3']:.{digits}f}]"
+
+
+def _verdict(value: float, target: float, higher_is_better: bool) -> str:
+    ok = value >= target if higher_is_better else value <= target
+    return "met" if ok else "**missed**"
+
+
+def _header(report: dict) -> list[str]:
+    m = report["machine"]
+    return [
+        f"# Pointer-generator vs base: benchmark ({report['finished']})",
+        "",
+        f"Machine: {m['cpu']}, {m['cores_available']} cores available ({m['logical_cores']} logical), "
+        f"{m['memory_gib']} GiB RAM, torch {m['torch']} ({m['torch_threads']} threads), transformers "
+        f"{m['transformers']}, Python {m['python']}, device `{m['device']}`"
+        + (f" ({m['gpu']})" if "gpu" in m else "")
+        + f". Load average at start {', '.join(f'{x:.2f}' for x in m['load_average_at_start'])}; "
+        f"at end {', '.join(f'{x:.2f}' for x in report['load_average_at_end'])}.",
+        "",
+        f"Command: `{report['command']}`; run time {report['run_time_s'] / 60:.1f} min. "
+        f"{report['settings']['repeats']} measured repeats after {report['settings']['warmup']} warm-up steps, "
+        "base and pointer-generator interleaved (ABBA). Ratios are medians of the per-repeat paired ratios "
+        "(pointer-generator / base), spread = [Q1, Q3] of those ratios.",
+        "",
+        f"Peak memory method: {report['memory_method']}.",
+        "",
+    ]
+
+
+def _training(report: dict, targets: dict) -> list[str]:
+    lines = [
+        f"## Training step (forward + backward + AdamW), batch {report['settings']['batch']}",
+        "",
+        f"Targets: time ratio <= {targets['train_time']}, peak memory ratio <= {targets['train_memory']}.",
+        "",
+        "| size | src=tgt len | vocab | base median [min, max] | PG median [min, max] | time ratio [Q1, Q3] | "
+        "base peak MiB | PG peak MiB | memory ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["training"]:
+        tb, tp, ratio = r["time_s"]["base"], r["time_s"]["pg"], r["time_ratio"]
+        mb, mp = r["peak_memory_bytes"]["base"] / 2**20, r["peak_memory_bytes"]["pg"] / 2**20
+        lines.append(
+            f"| {r['size']} | {r['length']} | {r['vocab'] // 1024}K | {_time(tb['median'])} "
+            f"[{_time(tb['min'])}, {_time(tb['max'])}] | {_time(tp['median'])} "
+            f"[{_time(tp['min'])}, {_time(tp['max'])}] | {ratio['median']:.3f} {_spread(ratio)} "
+            f"{_verdict(ratio['median'], targets['train_time'], False)} | {mb:.0f} | {mp:.0f} | "
+            f"{r['memory_ratio']:.3f} {_verdict(r['memory_ratio'], targets['train_memory'], False)} |"
+        )
+    return lines + [""]
+
+
+def _generation(report: dict, targets: dict) -> list[str]:
+    g0 = report["generation"][0]
+    lines = [
+        f"## Generation (KV cache, {g0['new_tokens']} new tokens forced with min_new_tokens = max_new_tokens, "
+        f"source length {g0['source_length']} with 5% OOV words, vocab {g0['vocab'] // 1024}K)",
+        "",
+        f"Target tokens/s = batch x new tokens / wall time. Target: throughput ratio >= {targets['generation']}.",
+        "",
+        "| size | batch | beams | base tok/s [Q1, Q3] | PG tok/s [Q1, Q3] | throughput ratio [Q1, Q3] |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in report["generation"]:
+        b, p, ratio = r["tokens_per_s"]["base"], r["tokens_per_s"]["pg"], r["throughput_ratio"]
+        lines.append(
+            f"| {r['size']} | {r['batch']} | {r['num_beams']} | {b['median']:.0f} {_spread(b, digits=0)} | "
+            f"{p['median']:.0f} {_spread(p, digits=0)} | {ratio['median']:.3f} {_spread(ratio)} "
+            f"{_verdict(ratio['median'], targets['generation'], True)} |"
+        )
+    return lines + [""]
+
+
+def _mixture(report: dict, targets: dict) -> list[str]:
+    x0 = report["mixture"][0]
+    lines = [
+        f"## The mixture alone (batch {x0['batch']}, source length {x0['source_length']}, vocab "
+        f"{x0['vocab'] // 1024}K + {x0['extended_slots']} extended slots; float32; forward only, no_grad)",
+        "",
+        "Each function timed on its own with "
+        f"{x0['copy_step']['timer']}. Speed-up = ratio of the median times; its spread is the range the two "
+        "interquartile ranges allow ([slow Q1 / fast Q3, slow Q3 / fast Q1]).",
+        "",
+        "### (a) The copy step - the headline, against the target",
+        "",
+        "Both sides get the same precomputed log P_vocab (B, T, V + N) (log_softmax over V + N done once, outside "
+        "the timing). **Ours**: `mix_into_log_probs` on a fresh clone of it (it works in place; the clone is made "
+        "untimed right before each call - in use it writes into log_softmax's fresh output - and the next column "
+        "times it too). **Loop reference** (`benchmarks/reference.py`): `dist = p_gen * exp(log P_vocab)`, then a "
+        "Python loop over every (example, source position) pair, `dist[b, :, ids[b, s]] += (1 - p_gen[b]) * "
+        "a[b, :, s]`, then `log(dist)`. Results agree before timing: identical -inf pattern, `allclose` on every "
+        f"finite entry (rtol {x0['copy_step']['checks']['mix_into_log_probs vs loop']['tolerance']['rtol']:g}, "
+        f"atol {x0['copy_step']['checks']['mix_into_log_probs vs loop']['tolerance']['atol']:g}; max errors in the "
+        "JSON). Tuned loop: the same loop with per-example row views and 1 - p_gen hoisted (a sensitivity check, not "
+        f"the target's reference). Target: speed-up over the loop >= {targets['mixture_speedup']:.0f}x.",
+        "",
+        "| target len | ours | ours incl. clone | loop reference | speed-up [Q1, Q3] | speed-up incl. clone | "
+        "tuned loop | speed-up vs tuned loop | loop's dense part alone | vectorized (prob space) | "
+        "vectorized speed-up |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["mixture"]:
+        t, s = r["copy_step"]["time_s"], r["copy_step"]["speedup"]
+        head = s[f"{COPY_OURS} vs loop"]
+        lines.append(
+            f"| {r['target_length']} | {_time(t[COPY_OURS]['median'])} | "
+            f"{_time(t[COPY_OURS_CLONE]['median'])} | {_time(t[COPY_LOOP]['median'])} | "
+            f"**{head['median']:.0f}x** {_spread(head, digits=0)} "
+            f"{_verdict(head['median'], targets['mixture_speedup'], True)} | "
+            f"{s[f'{COPY_OURS_CLONE} vs loop']['median']:.0f}x | {_time(t[COPY_LOOP_TUNED]['median'])} | "
+            f"{s[f'{COPY_OURS} vs tuned loop']['median']:.0f}x | {_time(t[COPY_LOOP_DENSE]['median'])} | "
+            f"{_time(t[COPY_VEC]['median'])} | {s[f'{COPY_VEC} vs loop']['median']:.1f}x |"
+        )
+    lines += [
+        "",
+        "### (b) Secondary: the full mixture from raw logits, log_softmax included (not the target's measure)",
+        "",
+        "What one decoding step pays in all. Every implementation must pay a vocab-wide log_softmax, so these "
+        "speed-ups are bounded by it and are not comparable with (a). Loop = log_softmax over V + N, then the "
+        "loop of (a). Gold: `gold_log_probs` against a loop over (example, target position) that builds each "
+        "row's distribution and keeps the label's entry.",
+        "",
+        "| target len | extended_log_probs | dense vectorized | log_softmax + loop | ours vs loop | "
+        "ours vs dense | log_softmax alone | gold_log_probs | gold loop | gold vs loop |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["mixture"]:
+        t, s = r["full_mixture"]["time_s"], r["full_mixture"]["speedup"]
+        lines.append(
+            f"| {r['target_length']} | {_time(t['extended_log_probs']['median'])} | "
+            f"{_time(t['dense vectorized']['median'])} | "
+            f"{_time(t['log_softmax + loop reference']['median'])} | "
+            f"{s['extended_log_probs vs loop']['median']:.1f}x | "
+            f"{s['extended_log_probs vs dense vectorized']['median']:.2f}x | "
+            f"{_time(t['log_softmax over V + N alone']['median'])} | "
+            f"{_time(t['gold_log_probs']['median'])} | "
+            f"{_time(t['gold loop reference (example, target position)']['median'])} | "
+            f"{s['gold_log_probs vs loop']['median']:.1f}x |"
+        )
+    lines += [
+        "",
+        "Training-side cost of the loss on the same logits, forward + backward (what the training step pays):",
+        "",
+        "| target len | gold_log_probs fwd+bwd | cross_entropy fwd+bwd (the base's loss) | gold / CE |",
+        "|---|---|---|---|",
+    ]
+    for r in report["mixture"]:
+        t, s = r["full_mixture"]["time_s"], r["full_mixture"]["speedup"]["gold fwd+bwd / cross_entropy fwd+bwd"]
+        lines.append(
+            f"| {r['target_length']} | {_time(t['gold_log_probs fwd+bwd']['median'])} | "
+            f"{_time(t['cross_entropy fwd+bwd (base)']['median'])} | {1 / s['median']:.2f}x |"
+        )
+    return lines + [""]
+
+
+def _protection(report: dict, targets: dict) -> list[str]:
+    p0 = report["protection"][0]
+    lines = [
+        '## Protected spans: generate() with `protect="placeholders"` vs without (issue 10)',
+        "",
+        f"One untrained pointer-generator ({p0['size']}, word-level vocabulary of {p0['vocab']} trained on the "
+        "embedded corpus, as the main job's), real test-split messages that hold placeholders; "
+        f"`processor(texts, protect=\"placeholders\", return_tensors=\"pt\", padding=True)`, then "
+        f"`model.generate(**batch)` against the same batch without its `protected_spans` key, {p0['new_tokens']} new "
+        "tokens forced with min_new_tokens = max_new_tokens, interleaved (ABBA). Time ratio = with / without, "
+        f"median of the per-repeat ratios. Target: time ratio <= {targets['protection_time']}. \"Kept\": share of "
+        "outputs holding exactly the source's placeholders (the protection at work in what was timed). Encode: one "
+        "processor call (Timer), without / with `protect`.",
+        "",
+        "| batch | beams | spans | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | kept without -> with | "
+        "encode without / with |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["protection"]:
+        a, b, ratio = r["time_s"]["without"], r["time_s"]["with"], r["time_ratio"]
+        lines.append(
+            f"| {r['batch']} | {r['num_beams']} | {r['spans']} | {_time(a['median'])} "
+            f"[{_time(a['q1'])}, {_time(a['q3'])}] | {_time(b['median'])} [{_time(b['q1'])}, {_time(b['q3'])}] | "
+            f"{ratio['median']:.3f} {_spread(ratio)} {_verdict(ratio['median'], targets['protection_time'], False)} | "
+            f"{r['placeholders_kept']['without']:.2f} -> {r['placeholders_kept']['with']:.2f} | "
+            f"{_time(r['encode_s']['without']['median'])} / {_time(r['encode_s']['with']['median'])} |"
+        )
+    warned = sorted({w for r in report["protection"] for w in r["span_warnings"]})
+    if warned:
+        lines += ["", "Warnings during protected generation: " + "; ".join(f"`{w}`" for w in warned)]
+    return lines + [""]
+
+
+def _copy_info(report: dict) -> list[str]:
+    info = report["copy_info"]
+    lines = ["## Copy info: generate(..., output_copy_info=True) vs without (issue 11)", ""]
+    if not info["available"]:
+        return lines + [f"Not measured: {info['reason']}.", ""]
+    c0 = info["results"][0]
+    lines += [
+        "Both with `return_dict_in_generate=True`; the generation benchmark's synthetic sources (length "
+        f"{c0['source_length']}, 5% OOV words, vocab {c0['vocab'] // 1024}K), {c0['new_tokens']} new tokens forced, "
+        "interleaved (ABBA). Time ratio = on / off, median of the per-repeat ratios. No target (issue 11: measured).",
+        "",
+        "| size | batch | beams | off [Q1, Q3] | on [Q1, Q3] | time ratio [Q1, Q3] |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in info["results"]:
+        a, b, ratio = r["time_s"]["off"], r["time_s"]["on"], r["time_ratio"]
+        lines.append(
+            f"| {r['size']} | {r['batch']} | {r['num_beams']} | {_time(a['median'])} "
+            f"[{_time(a['q1'])}, {_time(a['q3'])}] | {_time(b['median'])} [{_time(b['q1'])}, {_time(b['q3'])}] | "
+            f"{ratio['median']:.3f} {_spread(ratio)} |"
+        )
+    return lines + [""]
+
+
+def markdown(report: dict) -> str:
+    """The run's tables, each section present when the run measured it."""
+    targets = report["targets"]
+    lines = _header(report)
+    if report.get("training"):
+        lines += _training(report, targets)
+    if report.get("generation"):
+        lines += _generation(report, targets)
+    if report.get("protection"):
+        lines += _protection(report, targets)
+    if report.get("copy_info"):
+        lines += _copy_info(report)
+    if report.get("mixture"):
+        lines += _mixture(report, targets)
+    return "\n".join(lines)
+
+
+def _panels(report: dict) -> list[tuple]:
+    # (title, bar labels, [{"median", "q1", "q3"}], target or None, higher is better)
+    targets, panels = report["targets"], []
+    if report.get("training"):
+        labels = [f"{r['size']}\nL{r['length']} V{r['vocab'] // 1024}K" for r in report["training"]]
+        panels.append(("Training step time (PG / base)", labels, [r["time_ratio"] for r in report["training"]],
+                       targets["train_time"], False))
+        panels.append(("Peak training memory (PG / base)", labels,
+                       [{"median": r["memory_ratio"], "q1": r["memory_ratio"], "q3": r["memory_ratio"]}
+                        for r in report["training"]], targets["train_memory"], False))
+    if report.get("generation"):
+        labels = [f"{r['size']}\nb{r['batch']} beam{r['num_beams']}" for r in report["generation"]]
+        panels.append(("Generation throughput (PG / base)", labels,
+                       [r["throughput_ratio"] for r in report["generation"]], targets["generation"], True))
+    if report.get("protection"):
+        labels = [f"b{r['batch']} beam{r['num_beams']}" for r in report["protection"]]
+        panels.append(("Generation time, protected / unprotected", labels,
+                       [r["time_ratio"] for r in report["protection"]], targets["protection_time"], False))
+    if report.get("copy_info") and report["copy_info"]["available"]:
+        results = report["copy_info"]["results"]
+        panels.append(("Generation time, copy info on / off", [f"b{r['batch']} beam{r['num_beams']}" for r in results],
+                       [r["time_ratio"] for r in results], None, False))
+    if report.get("mixture"):
+        labels = [f"copy step\nT={r['target_length']}" for r in report["mixture"]]
+        stats = [r["copy_step"]["speedup"][f"{COPY_OURS} vs loop"] for r in report["mixture"]]
+        panels.append(("Copy step: mix_into_log_probs speed-up over the\n(example, source position) loop (x)",
+                       labels, stats, targets["mixture_speedup"], True))
+    return panels
+
+
+def plot(report: dict, path: Path) -> None:
+    """Bar charts of every ratio with its [Q1, Q3] spread and target line (green met, red missed), saved to `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = _panels(report)
+    cols = min(2, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.2 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (title, labels, stats, target, higher) in zip(axes.flat, panels):
+        medians = [s["median"] for s in stats]
+        err = [[m - s["q1"] for m, s in zip(medians, stats)], [s["q3"] - m for m, s in zip(medians, stats)]]
+        if target is None:
+            colors = ["tab:blue"] * len(medians)
+        else:
+            colors = ["tab:green" if (m >= target if higher else m <= target) else "tab:red" for m in medians]
+        ax.bar(range(len(medians)), medians, yerr=err, capsize=3, color=colors)
+        for i, m in enumerate(medians):
+            ax.annotate(f"{m:.0f}x" if "speed-up" in title else f"{m:.3f}", (i, m), textcoords="offset points",
+                        xytext=(8, 2), fontsize=7)
+        if target is not None:
+            ax.axhline(target, color="black", linestyle="--", linewidth=1, label=f"target {target:g}")
+            ax.legend(fontsize=8)
+        if "speed-up" not in title:
+            ax.axhline(1.0, color="gray", linewidth=0.8)
+        else:
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=1)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_title(title, fontsize=10)
+    m = report["machine"]
+    fig.suptitle(f"{m['cpu']} ({m['cores_available']} cores, torch {m['torch']}, {m['device']}) - "
+                 f"{report['finished']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(report: dict, out: Path, name: str = "latest") -> list[Path]:
+    """`name`.md and `name`.png in `out` from the run's JSON; returns their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.md", out / f"{name}.png"]
+    paths[0].write_text(markdown(report))
+    plot(report, paths[1])
+    return paths
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("json", type=Path, help="a run's JSON (benchmarks/results/latest.json)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: the JSON's folder)")
+    args = parser.parse_args(argv)
+    report = json.loads(args.json.read_text())
+    for path in write(report, args.out or args.json.parent, args.json.stem):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

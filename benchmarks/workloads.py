@@ -1,0 +1,125 @@
+"""What the benchmarks run on: model sizes and configs, synthetic sources and targets, the models, and a real
+tokenizer with real messages for the options that need text (protected spans).
+
+Synthetic sources (`make_source`) carry 5% out-of-vocabulary words: the unknown token in `input_ids`, `vocab + k`
+(k < 10) in `extended_input_ids`. The base and the pointer-generator get the same config, the same initial weights
+(same seed) and the same inputs.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import BartConfig, BartForConditionalGeneration, PreTrainedModel, PreTrainedTokenizerBase
+
+from hf_pgen import PointerGeneratorForConditionalGeneration, find_protected_spans
+
+__all__ = [
+    "SIZES",
+    "UNK",
+    "bart_config",
+    "build",
+    "make_labels",
+    "make_source",
+    "mixture_inputs",
+    "protection_workload",
+]
+
+SIZES = {
+    # name: (d_model, encoder layers = decoder layers, heads, ffn)
+    "small": (256, 3, 4, 1024),
+    "medium": (512, 6, 8, 2048),
+}
+UNK = 3
+
+
+def bart_config(size: str, vocab: int, max_len: int, **special_ids: int) -> BartConfig:
+    """A randomly initialised BART shape of `SIZES[size]` (unknown token `UNK` unless `special_ids` say otherwise)."""
+    d_model, layers, heads, ffn = SIZES[size]
+    return BartConfig(
+        vocab_size=vocab,
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=ffn,
+        decoder_ffn_dim=ffn,
+        max_position_embeddings=max(512, max_len + 8),
+        **({"unk_token_id": UNK} | special_ids),
+    )
+
+
+def build(kind: str, config: BartConfig, device: str, seed: int = 0) -> PreTrainedModel:
+    """`"base"`: the plain BART; `"pg"`: the pointer-generator around it (default copy settings). Same seed, same
+    base weights."""
+    torch.manual_seed(seed)
+    model = BartForConditionalGeneration(config)
+    if kind == "pg":
+        model = PointerGeneratorForConditionalGeneration.from_base(model, unk_token_id=config.unk_token_id)
+    return model.to(device)
+
+
+def make_source(
+    batch: int, length: int, vocab: int, seed: int, oov_rate: float = 0.05, max_oovs: int = 10
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source ids in the base vocabulary (unk at OOV words) and the extended ids (OOV words -> vocab + k): (B, S)."""
+    g = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(4, vocab, (batch, length), generator=g)
+    is_oov = torch.rand(batch, length, generator=g) < oov_rate
+    slots = torch.randint(0, max_oovs, (batch, length), generator=g)
+    extended = torch.where(is_oov, vocab + slots, input_ids)
+    input_ids = input_ids.masked_fill(is_oov, UNK)
+    return input_ids, extended
+
+
+def make_labels(extended: torch.Tensor, length: int, vocab: int, seed: int, copy_rate: float = 0.1) -> torch.Tensor:
+    """Targets in the extended vocabulary (B, T): mostly vocabulary words, some copied source words (OOVs too)."""
+    g = torch.Generator().manual_seed(seed + 1)
+    batch = extended.shape[0]
+    labels = torch.randint(4, vocab, (batch, length), generator=g)
+    copy = torch.rand(batch, length, generator=g) < copy_rate
+    picks = torch.randint(0, extended.shape[1], (batch, length), generator=g)
+    return torch.where(copy, extended.gather(1, picks), labels)
+
+
+def mixture_inputs(
+    batch: int, target_len: int, device: str, source_len: int = 256, vocab: int = 32768, num_slots: int = 10,
+    seed: int = 3,
+):
+    """Random inputs of the mixture functions: vocab_logits (B, T, V) (3 x randn), pointer_attention (B, T, S)
+    (softmax of 2 x randn), extended_input_ids (B, S) (5% OOV words over `num_slots` slots), switch_logit (B, T),
+    labels (B, T), and the number of slots the batch spans."""
+    g = torch.Generator().manual_seed(seed)
+    _, extended = make_source(batch, source_len, vocab, seed=seed, max_oovs=num_slots)
+    labels = make_labels(extended, target_len, vocab, seed=seed)
+    vocab_logits = torch.randn(batch, target_len, vocab, generator=g) * 3
+    pointer_attention = torch.randn(batch, target_len, source_len, generator=g).mul(2).softmax(-1)
+    switch_logit = torch.randn(batch, target_len, generator=g)
+    tensors = [t.to(device) for t in (vocab_logits, pointer_attention, extended, switch_logit, labels)]
+    slots = int(tensors[2].max()) + 1 - vocab
+    return (*tensors, slots)
+
+
+def protection_workload(
+    size: str, vocab_size: int, min_tokens: int, max_tokens: int, device: str
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, list[str]]:
+    """The main job's tokenizer (word level, `vocab_size` words, trained on the embedded corpus' training split, en
+    and de), an untrained pointer-generator of `SIZES[size]` over it, and the test split's English messages that hold
+    a placeholder and are `min_tokens` to `max_tokens` tokens long, in corpus order."""
+    from training.data import load_en_de_messages
+    from training.tokenizer import train_shared_tokenizer
+
+    train = load_en_de_messages("train")["translation"]
+    tokenizer = train_shared_tokenizer([p["en"] for p in train] + [p["de"] for p in train], "wordlevel", vocab_size)
+    texts = [
+        p["en"]
+        for p in load_en_de_messages("test")["translation"]
+        if find_protected_spans(p["en"], "placeholders")
+        and min_tokens <= len(tokenizer(p["en"])["input_ids"]) <= max_tokens
+    ]
+    config = bart_config(
+        size, len(tokenizer), max_tokens, unk_token_id=tokenizer.unk_token_id, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
+    )
+    return build("pg", config, device).eval(), tokenizer, texts
