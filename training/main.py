@@ -1,25 +1,31 @@
 #!/usr/bin/env python
-"""The main job: a pointer-generator against the same model without copying, on the embedded corpus.
+"""The main job: does copying beat not translating, and the subword model a user would otherwise train?
 
-    python -m training.main                 # what `make main` runs (about 15 minutes on 2 CPU cores)
+    python -m training.main                 # what `make main` runs (about 25 minutes on 2 CPU cores)
     python -m training.main --fresh         # ignore checkpoints of an earlier (interrupted) run
+    python -m training.main --max_steps 12000   # a longer budget for every trained system
     python -m training.main --max_steps 50 --max_predict_samples 100   # a quick look
 
-Both models are trained by `run_translation.main` with the same recipe (architecture, data, steps, optimiser, seed)
-and the same word-level tokenizer (trained once on the training split and saved to `tokenizer/`); only
-`--no_copy_mechanism` differs. With 2+ cores they train side by side, one process and half the cores each (the
-baseline's progress goes to `baseline.log`). Both are scored on the held-out test split (projects unseen in
-training). Writes under --output_dir (default outputs/main):
+Systems, scored on the held-out test split (projects unseen in training), every trained one by
+`run_translation.main` with the same recipe (architecture, data, steps, optimiser, seed); each differs from another
+in one thing only:
 
-    pointer-generator/   the model folder with its tokenizer, rendered model card (README.md), all_results.json,
-                         generated_predictions.txt
-    baseline/            the same for the baseline (and baseline.log, its console output)
-    tokenizer/           the shared tokenizer
-    comparison.json      the side-by-side table, the recipe, wall times and pipeline examples
+    copy-source             the source returned verbatim: the floor every translation system must beat
+    subword-nocopy          a plain Transformer on a shared unigram vocabulary: what a user would otherwise train
+    pgen-word               the pointer-generator on a shared word-level vocabulary (rare words only by copying)
+    pgen-subword            the pointer-generator on the same unigram vocabulary as subword-nocopy
+    <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`)
 
-and finally translates a few unseen test messages with
-`pipeline("translation", model="outputs/main/pointer-generator", trust_remote_code=True)`.
-Extra arguments after `--` go to run_translation for both runs.
+Trained systems run side by side (one process and one torch thread per core); the decoding-only `+protect` runs
+follow. Progress goes to the console (steps per system and an overall estimate), each run's own output to
+`<system>.log`. Writes under --output_dir (default outputs/main):
+
+    <system>/               each trained model folder (tokenizer, model card, all_results.json,
+                            generated_predictions.txt), and each +protect run's predictions and results
+    tokenizers/             the two shared tokenizers, trained once on the training split
+    comparison.json         every system's metrics, training curves, significance, the goals, the recipe
+    results.md, results.png the table (with significance and goals) and its picture (scores and training curves)
+    copies.jsonl/.html/.png copy records of a few test messages translated through pipeline("translation")
 """
 
 from __future__ import annotations
@@ -28,24 +34,57 @@ import argparse
 import json
 import math
 import os
+import platform
+import re
 import shutil
 import sys
 import time
+from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 # The recipe: a 3+3-layer mBART-shaped model (pre-layer-norm: it trains stably at a high learning rate from scratch,
-# where post-layer-norm BART collapsed to a constant output) of width 128, trained from scratch with a word-level
-# vocabulary of 8K words shared by English and German (rare words, names and identifiers stay unknown: only copying
-# can produce them). Small and fast on purpose: a plain Transformer needs thousands of updates before its
-# cross-attention starts to matter, so updates per second count more than width here.
+# where post-layer-norm BART collapsed to a constant output) of width 128, trained from scratch. Small and fast on
+# purpose: on 2 CPU cores updates per second count more than width.
 MODEL_TYPE = "mbart"
 CONFIG_OVERRIDES = (
     "d_model=128,encoder_layers=3,decoder_layers=3,encoder_attention_heads=4,decoder_attention_heads=4,"
     "encoder_ffn_dim=512,decoder_ffn_dim=512,max_position_embeddings=128"
 )
+TOKENIZERS = {"wordlevel": "word-level", "unigram": "unigram subwords"}
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    label: str
+    tokenizer: str | None = None  # a key of TOKENIZERS; None for copy-source
+    copy: bool = False
+    protect: bool = False
+
+    @property
+    def trained(self) -> bool:
+        return self.tokenizer is not None and not self.protect
+
+    @property
+    def model_of(self) -> str:
+        return self.name.removesuffix("+protect")
+
+
+TRAINED = (
+    System("subword-nocopy", "no-copy Transformer, unigram subwords", "unigram", copy=False),
+    System("pgen-word", "pointer-generator, word-level vocabulary", "wordlevel", copy=True),
+    System("pgen-subword", "pointer-generator, unigram subwords", "unigram", copy=True),
+)
+SYSTEMS = (
+    System("copy-source", "copy the source verbatim"),
+    *[s for t in TRAINED for s in (t, System(t.name + "+protect", t.label + " + protected placeholders",
+                                             t.tokenizer, t.copy, protect=True))],
+)
 
 
 def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batch_size: int) -> list[str]:
+    """run_translation arguments shared by every trained system."""
     args = [
         "--model_type", MODEL_TYPE,
         "--config_overrides", CONFIG_OVERRIDES,
@@ -67,35 +106,313 @@ def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batc
     return args
 
 
-ROWS = (
-    ("sacreBLEU", "predict_bleu", 2),
-    ("chrF", "predict_chrf", 2),
-    ("placeholder preservation", "predict_placeholder_preservation", 3),
-    ("OOV copy rate", "predict_oov_copy_rate", 3),
-    ("mean p_gen", "predict_mean_p_gen", 3),
-    ("training tokens/s", "train_tokens_per_second", 0),
-    ("training time (s)", "train_runtime", 0),
-    ("test decoding time (s)", "predict_runtime", 0),
-)
+def decode_recipe(model_dir: Path, copy: bool, max_predict_samples: int | None, num_beams: int) -> list[str]:
+    """run_translation arguments that decode the test split with a trained folder, placeholders protected."""
+    args = [
+        "--model_name_or_path", str(model_dir), "--copy_mechanism" if copy else "--no_copy_mechanism",
+        "--source_lang", "en", "--target_lang", "de",
+        "--max_source_length", "64", "--max_target_length", "64",
+        "--do_predict", "--predict_with_generate", "--protect", "placeholders", "--num_beams", str(num_beams),
+        "--per_device_eval_batch_size", "128", "--report_to", "none", "--dataloader_pin_memory", "false",
+    ]
+    if max_predict_samples is not None:
+        args += ["--max_predict_samples", str(max_predict_samples)]
+    return args
 
 
-def _fmt(value, digits: int) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.{digits}f}"
+# -- running the systems ----------------------------------------------------------------------------------------------
 
 
-def comparison_table(pgen: dict, baseline: dict) -> tuple[str, list[dict]]:
-    rows = []
-    for label, key, digits in ROWS:
-        rows.append({"metric": label, "key": key, "pointer_generator": pgen.get(key), "baseline": baseline.get(key)})
-    width = max(len(r["metric"]) for r in rows)
-    lines = [f"{'metric':<{width}} | {'pointer-generator':>17} | {'baseline (no copy)':>18}",
-             f"{'-' * width}-+-{'-' * 17}-+-{'-' * 18}"]
-    for (label, key, digits), row in zip(ROWS, rows):
-        lines.append(f"{label:<{width}} | {_fmt(row['pointer_generator'], digits):>17} | "
-                     f"{_fmt(row['baseline'], digits):>18}")
-    return "\n".join(lines), rows
+def _run_child(argv: list[str], log_path: str, queue) -> None:
+    """run_translation.main(argv) in a child process with one torch thread, its output going to log_path."""
+    import traceback
+
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", closefd=False)
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        from training import run_translation
+
+        results = run_translation.main(argv)
+        results.pop("settings", None)
+        queue.put(("ok", results))
+    except BaseException:  # noqa: BLE001 - reported to the parent, which raises
+        queue.put(("error", traceback.format_exc()))
+        raise
+
+
+_STEP = re.compile(r"(\d+)/(\d+) \[")
+
+
+def _progress(log_path: Path) -> tuple[int, int] | None:
+    """The latest `step/total` of a Trainer progress bar in a child's log."""
+    try:
+        with open(log_path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(log_path) - 4096))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    found = _STEP.findall(tail)
+    return (int(found[-1][0]), int(found[-1][1])) if found else None
+
+
+def run_jobs(jobs: list[tuple[str, list[str], str | None]], out: Path, workers: int, started: float
+             ) -> tuple[dict, dict]:
+    """Run `(name, run_translation argv, name of the job it needs first or None)` jobs, `workers` at a time, in
+    order as their needs are met, printing progress; returns their results and wall times."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    pending, running, results, walls = list(jobs), {}, {}, {}
+    last_report = 0.0
+    while pending or running:
+        ready = [job for job in pending if job[2] is None or job[2] in results]
+        while ready and len(running) < workers:
+            name, argv, _ = job = ready.pop(0)
+            pending.remove(job)
+            queue = context.Queue()
+            log = out / f"{name}.log"
+            process = context.Process(target=_run_child, args=(argv, str(log), queue), daemon=True)
+            process.start()
+            running[name] = (process, queue, log, time.perf_counter())
+            print(f"  started {name} (log: {log})", flush=True)
+        time.sleep(2)
+        for name, (process, queue, log, t0) in list(running.items()):
+            if process.is_alive() and queue.empty():
+                continue
+            status, payload = queue.get()
+            process.join()
+            del running[name]
+            walls[name] = round(time.perf_counter() - t0, 1)
+            if status != "ok":
+                for other, *_ in running.values():
+                    other.terminate()
+                raise RuntimeError(f"{name} failed (log: {log}):\n{payload}")
+            results[name] = payload
+            print(f"  finished {name} in {_clock(walls[name])}: BLEU {payload.get('predict_bleu', float('nan')):.1f}, "
+                  f"chrF {payload.get('predict_chrf', float('nan')):.1f}", flush=True)
+        if running and time.perf_counter() - last_report > 30:
+            last_report = time.perf_counter()
+            parts, fractions = [], []
+            for name, (_, _, log, t0) in running.items():
+                step = _progress(log)
+                if step:
+                    parts.append(f"{name} {step[0]}/{step[1]}")
+                    fractions.append((step[0] / max(step[1], 1), time.perf_counter() - t0))
+                else:
+                    parts.append(f"{name} starting")
+            estimate = ""
+            if fractions and all(f > 0.05 for f, _ in fractions):
+                left = max(elapsed * (1 - f) / f for f, elapsed in fractions)
+                more = math.ceil(sum(j[2] is None for j in pending) / workers) * max(
+                    elapsed / f for f, elapsed in fractions)
+                estimate = f"; about {_clock(left + more)} left in this phase"
+            print(f"  [{_clock(time.perf_counter() - started)}] " + ", ".join(parts) + estimate, flush=True)
+    return results, walls
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+# -- scoring ----------------------------------------------------------------------------------------------------------
+
+
+_WORD = re.compile(r"\w[\w.\-]*\w|\w")
+
+
+def unseen_terms(sources: list[str], train_texts: list[str]) -> list[list[str]]:
+    """Per test source, its words (letters/digits, inner dots and hyphens kept) that occur nowhere in the training
+    data, sources and targets: terms no system can have learned to translate, only to copy."""
+    seen = {word for text in train_texts for word in _WORD.findall(text)}
+    return [[word for word in dict.fromkeys(_WORD.findall(source)) if word not in seen] for source in sources]
+
+
+def score(sources: list[str], references: list[str], predictions: list[str], terms: list[list[str]]) -> dict:
+    from hf_pgen.metrics import corpus_bleu, corpus_chrf, extract_placeholders, placeholder_preservation
+
+    invented = [bool(set(extract_placeholders(p)) - set(extract_placeholders(s))) for s, p in zip(sources, predictions)]
+    copied = [term in _WORD.findall(p) for ts, p in zip(terms, predictions) for term in ts]
+    return {
+        "bleu": corpus_bleu(predictions, references),
+        "chrf": corpus_chrf(predictions, references),
+        "placeholders_kept": placeholder_preservation(sources, predictions),
+        "placeholders_invented": sum(invented) / max(len(invented), 1),
+        "unseen_term_copy": sum(copied) / len(copied) if copied else None,
+    }
+
+
+def read_predictions(folder: Path) -> list[str]:
+    lines = (folder / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    return [line.replace("\\n", "\n") for line in lines]
+
+
+def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
+    """The issue's goals, each met or missed by this run's own numbers."""
+    by_name = {s["name"]: s for s in systems}
+    pgens = [s for s in systems if s["name"].startswith("pgen") and not s["protect"]]
+    best = max(pgens, key=lambda s: s["metrics"]["chrf"])
+    base, floor = by_name["subword-nocopy"], by_name["copy-source"]
+
+    def beats(a: dict, b: dict, metric: str) -> tuple[bool, str]:
+        c = sig["comparisons"][a["name"]][b["name"]][metric]
+        met = c["difference"] > 0 and c["significant"]
+        return met, (f"{a['name']} {a['metrics'][metric]:.1f} vs {b['name']} {b['metrics'][metric]:.1f}, difference "
+                     f"{c['difference']:+.1f}, p = {c['p_value']:.3f}")
+
+    goals = []
+    for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
+        met, detail = beats(best, floor, metric)
+        goals.append({"goal": f"best pointer-generator beats copy-source on {name}", "met": met, "detail": detail})
+    met, detail = beats(best, base, "chrf")
+    goals.append({"goal": "best pointer-generator beats the subword no-copy baseline on chrF", "met": met,
+                  "detail": detail})
+    kept, base_kept = best["metrics"]["placeholders_kept"], base["metrics"]["placeholders_kept"]
+    goals.append({"goal": "best pointer-generator keeps placeholders more often than the subword baseline",
+                  "met": kept > base_kept, "detail": f"{kept:.1%} vs {base_kept:.1%}"})
+    goals.append({"goal": "placeholders kept exactly in >= 90% of outputs without protection", "met": kept >= 0.9,
+                  "detail": f"{best['name']}: {kept:.1%}"})
+    protected = [s for s in systems if s["protect"]]
+    worst = min(s["metrics"]["placeholders_kept"] for s in protected)
+    invented = max(s["metrics"]["placeholders_invented"] for s in protected)
+    goals.append({"goal": "with protection: placeholders kept in 100% of outputs, invented in 0%, every system",
+                  "met": worst == 1.0 and invented == 0.0, "detail": f"lowest kept {worst:.1%}, most invented "
+                                                                      f"{invented:.1%}"})
+    return goals
+
+
+# -- the job ----------------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", default="outputs/main")
+    parser.add_argument("--max_steps", type=int, default=4000, help="Training steps of each trained system.")
+    parser.add_argument("--batch_size", type=int, default=16)
+    parser.add_argument("--num_beams", type=int, default=1)
+    parser.add_argument("--max_predict_samples", type=int, default=None, help="Default: the whole test split.")
+    parser.add_argument("--vocab_size", type=int, default=8000, help="Size of each shared vocabulary.")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="Runs side by side (default: one per CPU core, at most 3); each uses one torch thread.")
+    parser.add_argument("--fresh", action="store_true", help="Delete an earlier run's folders first (default: "
+                                                             "resume the trained systems from their checkpoints).")
+    parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
+    args, extra = parser.parse_known_args(argv)
+    if extra and extra[0] == "--":
+        extra = extra[1:]
+
+    cores = os.cpu_count() or 1
+    workers = args.workers or max(1, min(cores, len(TRAINED)))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the spawned runs
+
+    out = Path(args.output_dir)
+    if args.fresh:
+        for system in SYSTEMS:
+            shutil.rmtree(out / system.name, ignore_errors=True)
+        shutil.rmtree(out / "tokenizers", ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    from training.data import load_en_de_messages
+
+    train = load_en_de_messages("train")["translation"]
+    test = load_en_de_messages("test")["translation"]
+    if args.max_predict_samples is not None:
+        test = test[: args.max_predict_samples]
+    train_texts = [p["en"] for p in train] + [p["de"] for p in train]
+    sources, references = [p["en"] for p in test], [p["de"] for p in test]
+
+    # One tokenizer per vocabulary kind, shared by the systems that use it (trained here, on the training split, as
+    # run_translation --train_tokenizer does); an interrupted run resumes with the tokenizers it started with.
+    print(f"=== hf_pgen main job: {len(SYSTEMS)} systems on {len(test)} test messages, {len(TRAINED)} trained for "
+          f"{args.max_steps} steps each, {workers} at a time ===", flush=True)
+    for kind in TOKENIZERS:
+        folder = out / "tokenizers" / kind
+        if not (folder / "tokenizer.json").is_file():
+            from training.tokenizer import train_shared_tokenizer
+
+            train_shared_tokenizer(train_texts, kind, args.vocab_size).save_pretrained(folder)
+
+    common = recipe(args.max_steps, args.max_predict_samples, args.num_beams, args.batch_size) + extra
+    print("\n--- training and decoding (each trained system: train, decode the test split; then decode it again "
+          "with protected placeholders) ---", flush=True)
+    jobs = [(s.name, common + ["--tokenizer_name", str(out / "tokenizers" / s.tokenizer), "--output_dir",
+                               str(out / s.name), "--copy_mechanism" if s.copy else "--no_copy_mechanism"], None)
+            for s in TRAINED]
+    jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams)
+              + ["--output_dir", str(out / s.name)], s.model_of) for s in SYSTEMS if s.protect]
+    results, walls = run_jobs(jobs, out, workers, started)
+
+    # -- scores --
+    from training.report import goals_table, markdown_table, plot_results, significance
+
+    terms = unseen_terms(sources, train_texts)
+    outputs, systems = {}, []
+    for system in SYSTEMS:
+        t0 = time.perf_counter()
+        predictions = sources if system.name == "copy-source" else read_predictions(out / system.name)
+        outputs[system.name] = predictions
+        metrics = score(sources, references, predictions, terms)
+        result = results.get(system.name, {})
+        metrics.update(
+            mean_p_gen=result.get("predict_mean_p_gen"),
+            train_tokens_per_second=results.get(system.model_of, {}).get("train_tokens_per_second")
+            if system.trained else None,
+            wall_s=walls.get(system.name, round(time.perf_counter() - t0, 1)),
+        )
+        state = out / system.name / "trainer_state.json"
+        history = json.loads(state.read_text())["log_history"] if system.trained and state.is_file() else None
+        systems.append({"name": system.name, "label": system.label, "trained": system.trained,
+                        "protect": system.protect, "metrics": metrics, "log_history": history})
+    sig = significance(references, outputs, baseline="copy-source")
+    comparison = {
+        "date": date.today().isoformat(),
+        "machine": f"{cores} CPU cores, {platform.machine()}, Python {platform.python_version()}",
+        "sacrebleu_signature": sig["signatures"]["bleu"], "chrf_signature": sig["signatures"]["chrf"],
+        "systems": systems, "significance": sig, "goals": evaluate_goals(systems, sig),
+        "unseen_terms": sum(map(len, terms)),
+        "recipe": {"run_translation_args": common, "config_overrides": CONFIG_OVERRIDES,
+                   "tokenizers": {k: f"{v}, {args.vocab_size} tokens, trained on the training split (shared en/de)"
+                                  for k, v in TOKENIZERS.items()},
+                   "workers": workers, "torch_threads_per_run": 1, "cpu_cores": cores},
+    }
+
+    # -- a few unseen test messages through the pipeline, with their copy records --
+    best = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"]),
+               key=lambda s: s["metrics"]["chrf"])
+    t0 = time.perf_counter()
+    comparison["pipeline_examples"] = translate_examples(out / best["name"], sources, references, outputs,
+                                                         args.examples, out)
+    walls["pipeline_s"] = round(time.perf_counter() - t0, 1)
+    walls["total_s"] = round(time.perf_counter() - started, 1)
+    comparison["wall_seconds"] = walls
+
+    table, goals = markdown_table(comparison), goals_table(comparison)
+    (out / "comparison.json").write_text(json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n",
+                                         encoding="utf-8")
+    (out / "results.md").write_text(f"{table}\n\n{goals}\n", encoding="utf-8")
+    plot_results(comparison, out / "results.png")
+
+    print(f"\n=== Held-out test split ({len(test)} messages of projects unseen in training) ===\n")
+    print(table)
+    print()
+    print(goals)
+    for example in comparison["pipeline_examples"].get("items", []):
+        print(f"\n  source:    {example['source']}")
+        print(f"  reference: {example['reference']}")
+        print(f"  {best['name']} (pipeline): {example['pipeline']}")
+    if comparison["pipeline_examples"].get("error"):
+        print(f"\npipeline failed: {comparison['pipeline_examples']['error']}")
+    print(f"\nWall time {_clock(walls['total_s'])}. Wrote {out}/comparison.json, results.md, results.png, "
+          f"copies.html and the model folders.")
+    return comparison
 
 
 def pick_examples(sources: list[str], count: int) -> list[int]:
@@ -109,202 +426,32 @@ def pick_examples(sources: list[str], count: int) -> list[int]:
     return [candidates[int(k * step)] for k in range(count)]
 
 
-def _run_child(argv: list[str], log_path: str, threads: int, queue) -> None:
-    """Run run_translation.main(argv) in a child process, its output (tqdm included) going to log_path."""
-    import traceback
-
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", closefd=False)
-    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", closefd=False)
-    try:
-        import torch
-
-        torch.set_num_threads(threads)
-        from training import run_translation
-
-        queue.put(("ok", run_translation.main(argv)))
-    except BaseException:  # noqa: BLE001 - reported to the parent, which raises
-        queue.put(("error", traceback.format_exc()))
-        raise
-
-
-def run_both(pgen_args: list[str], baseline_args: list[str], out: Path, threads: int, parallel: bool):
-    """Train and score both models: side by side (one process each, `threads` torch threads apiece) or in turn."""
-    import torch
-
-    from training import run_translation
-
-    walls = {}
-    if not parallel:
-        torch.set_num_threads(threads)
-        print(f"\n=== 1/2 pointer-generator ({threads} threads) ===", flush=True)
-        t0 = time.perf_counter()
-        pgen = run_translation.main(pgen_args)
-        walls["pointer_generator_s"] = round(time.perf_counter() - t0, 1)
-        print("\n=== 2/2 baseline without copy mechanism (same tokenizer, architecture and budget) ===", flush=True)
-        t0 = time.perf_counter()
-        baseline = run_translation.main(baseline_args)
-        walls["baseline_s"] = round(time.perf_counter() - t0, 1)
-        return pgen, baseline, walls
-
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    log_path = out / "baseline.log"
-    child = context.Process(target=_run_child, args=(baseline_args, str(log_path), threads, queue), daemon=True)
-    t0 = time.perf_counter()
-    child.start()
-    print(f"\n=== pointer-generator here, baseline (no copy mechanism) alongside in process {child.pid}: "
-          f"{threads} torch thread(s) each; the baseline's progress goes to {log_path} ===", flush=True)
-    torch.set_num_threads(threads)
-    try:
-        pgen = run_translation.main(pgen_args)
-    except BaseException:
-        child.terminate()
-        raise
-    walls["pointer_generator_s"] = round(time.perf_counter() - t0, 1)
-    if child.is_alive():
-        print(f"\nWaiting for the baseline (tail -f {log_path}) ...", flush=True)
-    status, payload = queue.get()
-    child.join()
-    walls["baseline_s"] = round(time.perf_counter() - t0, 1)
-    if status != "ok":
-        raise RuntimeError(f"The baseline run failed (log: {log_path}):\n{payload}")
-    return pgen, payload, walls
-
-
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output_dir", default="outputs/main")
-    parser.add_argument("--max_steps", type=int, default=4000, help="Training steps of each model.")
-    parser.add_argument("--batch_size", type=int, default=16)
-    parser.add_argument("--num_beams", type=int, default=1)
-    parser.add_argument("--max_predict_samples", type=int, default=None, help="Default: the whole test split.")
-    parser.add_argument("--vocab_size", type=int, default=8000, help="Size of the shared word-level vocabulary.")
-    parser.add_argument("--sequential", action="store_true",
-                        help="Train the models one after the other with all cores, instead of side by side with "
-                             "half the cores each (the default with 2+ cores: small models scale poorly across "
-                             "threads, and two processes keep both cores busy).")
-    parser.add_argument("--fresh", action="store_true", help="Delete an earlier run's folders first (default: "
-                                                             "resume from their last checkpoints).")
-    parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
-    args, extra = parser.parse_known_args(argv)
-    if extra and extra[0] == "--":
-        extra = extra[1:]
-
-    cores = os.cpu_count() or 1
-    parallel = not args.sequential and cores >= 2
-    threads = max(cores // 2, 1) if parallel else cores
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if parallel:
-        os.environ["OMP_NUM_THREADS"] = str(threads)  # inherited by the spawned baseline process
-
-    out = Path(args.output_dir)
-    pgen_dir, baseline_dir, tokenizer_dir = out / "pointer-generator", out / "baseline", out / "tokenizer"
-    if args.fresh:
-        for folder in (pgen_dir, baseline_dir, tokenizer_dir):
-            shutil.rmtree(folder, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-
-    # One tokenizer for both (trained here, on the training split, as run_translation --train_tokenizer does), so
-    # both models see the same ids; an interrupted run resumes with the tokenizer it started with.
-    if not (tokenizer_dir / "tokenizer.json").is_file():
-        from training.data import load_en_de_messages
-        from training.tokenizer import train_shared_tokenizer
-
-        train = load_en_de_messages("train")["translation"]
-        tokenizer = train_shared_tokenizer([p["en"] for p in train] + [p["de"] for p in train], "wordlevel",
-                                           args.vocab_size)
-        tokenizer.save_pretrained(tokenizer_dir)
-
-    common = recipe(args.max_steps, args.max_predict_samples, args.num_beams, args.batch_size) + [
-        "--tokenizer_name", str(tokenizer_dir)] + extra
-    pgen, baseline, walls = run_both(
-        common + ["--output_dir", str(pgen_dir), "--copy_mechanism"],
-        common + ["--output_dir", str(baseline_dir), "--no_copy_mechanism"],
-        out, threads, parallel,
-    )
-
-    pgen_settings, baseline_settings = pgen.pop("settings"), baseline.pop("settings")
-    table, rows = comparison_table(pgen, baseline)
-
-    # Re-render both cards: the tokenizer was trained here on the training split (what --train_tokenizer does), and
-    # the pointer-generator's card shows the baseline beside it.
-    from training.model_card import render_training_card
-
-    for settings in (pgen_settings, baseline_settings):
-        settings["trained_tokenizer"] = True
-    (pgen_dir / "README.md").write_text(render_training_card(pgen, pgen_settings, baseline_results=baseline),
-                                        encoding="utf-8")
-    (baseline_dir / "README.md").write_text(render_training_card(baseline, baseline_settings), encoding="utf-8")
-
-    # A few unseen test messages through the saved folder's pipeline.
-    t0 = time.perf_counter()
-    examples = translate_examples(pgen_dir, baseline_dir, args.examples, args.max_predict_samples)
-    walls["pipeline_s"] = round(time.perf_counter() - t0, 1)
-    walls["total_s"] = round(time.perf_counter() - started, 1)
-
-    comparison = {
-        "table": rows,
-        "pointer_generator": pgen,
-        "baseline": baseline,
-        "recipe": {"run_translation_args": common, "config_overrides": CONFIG_OVERRIDES,
-                   "tokenizer": f"word-level, {args.vocab_size} tokens, trained on the training split (shared en/de)",
-                   "processes": 2 if parallel else 1, "torch_threads_per_process": threads, "cpu_cores": cores},
-        "wall_seconds": walls,
-        "pipeline_examples": examples,
-        "settings": {"pointer_generator": pgen_settings, "baseline": baseline_settings},
-    }
-    (out / "comparison.json").write_text(json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n",
-                                         encoding="utf-8")
-
-    print("\n=== Held-out test split (projects unseen in training) ===")
-    print(table)
-    if examples.get("error"):
-        print(f"\npipeline failed: {examples['error']}")
-    for example in examples.get("items", []):
-        print(f"\n  source:            {example['source']}")
-        print(f"  reference:         {example['reference']}")
-        print(f"  pointer-generator: {example['pointer_generator']}")
-        print(f"  baseline:          {example['baseline']}")
-    print(f"\nWall time: {walls['total_s']:.0f}s (pointer-generator {walls['pointer_generator_s']:.0f}s, baseline "
-          f"{walls['baseline_s']:.0f}s{', side by side' if parallel else ''}, pipeline {walls['pipeline_s']:.0f}s). "
-          f"Wrote {out / 'comparison.json'} and {pgen_dir}/ (model, tokenizer, README.md).")
-    return comparison
-
-
-def translate_examples(pgen_dir: Path, baseline_dir: Path, count: int, max_predict_samples: int | None) -> dict:
-    """Translate a few test messages with `pipeline("translation", model=folder, trust_remote_code=True)`; the
-    baseline's output for the same messages is read from its generated_predictions.txt."""
-    from training.data import load_en_de_messages
-
-    test = load_en_de_messages("test")["translation"]
-    if max_predict_samples is not None:
-        test = test[:max_predict_samples]
-    sources = [pair["en"] for pair in test]
+def translate_examples(folder: Path, sources: list[str], references: list[str], outputs: dict, count: int,
+                       out: Path) -> dict:
+    """Translate a few test messages with `pipeline("translation", model=folder, trust_remote_code=True)` and draw
+    what they copied (copies.jsonl, copies.html, copies.png)."""
     indices = pick_examples(sources, count)
-    baseline_lines = (baseline_dir / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")
-    result: dict = {"items": []}
+    result: dict = {"model": folder.name, "items": []}
     try:
         from transformers import pipeline
 
-        translator = pipeline("translation", model=str(pgen_dir), trust_remote_code=True)
-        outputs = translator([sources[i] for i in indices], batch_size=len(indices) or 1)
+        from hf_pgen import visualize
+
+        translator = pipeline("translation", model=str(folder), trust_remote_code=True)
+        records = translator([sources[i] for i in indices], batch_size=len(indices) or 1, return_copy_info=True)
+        with open(out / "copies.jsonl", "w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        visualize.to_html(records, out / "copies.html")
+        if records:
+            visualize.plot(records[0], out / "copies.png")
     except Exception as error:  # reported, not fatal: the models and scores are already saved
         result["error"] = f"{type(error).__name__}: {error}"
-        outputs = [{"translation_text": None} for _ in indices]
-    for i, output in zip(indices, outputs):
-        if isinstance(output, list):
-            output = output[0]
-        result["items"].append({
-            "index": i, "source": sources[i], "reference": test[i]["de"],
-            "pointer_generator": output.get("translation_text"),
-            "baseline": baseline_lines[i].replace("\\n", "\n") if i < len(baseline_lines) else None,
-        })
+        records = [{"translation_text": None} for _ in indices]
+    for i, record in zip(indices, records):
+        result["items"].append({"index": i, "source": sources[i], "reference": references[i],
+                                "pipeline": record.get("translation_text"),
+                                **{name: predictions[i] for name, predictions in outputs.items()}})
     return result
 
 
