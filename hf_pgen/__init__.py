@@ -10,6 +10,8 @@ from .configuration_pointer_generator import PointerGeneratorConfig
 from .data_collator import DataCollatorForPointerGenerator
 from .modeling_pointer_generator import (
     PointerGeneratorForConditionalGeneration,
+    PointerGeneratorGenerateBeamOutput,
+    PointerGeneratorGenerateOutput,
     PointerGeneratorPreTrainedModel,
     PointerGeneratorSeq2SeqLMOutput,
 )
@@ -17,13 +19,22 @@ from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline, _regi
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import ProtectedSpansLogitsProcessor, find_protected_spans
 from .tokenization_pointer_generator import batch_decode_with_oovs, decode_with_oovs, encode_with_oovs
-from .trainer_pointer_generator import (
-    PointerGeneratorEvalPrediction,
-    PointerGeneratorSeq2SeqTrainer,
-    build_compute_metrics,
-)
 
 __version__ = "0.1.0"
+
+# The Trainer side imports Transformers' whole training stack (accelerate, ...): loaded on first use, so that
+# `import hf_pgen` for generation, pipelines and the command line stays light.
+_LAZY = {name: ".trainer_pointer_generator" for name in
+         ("PointerGeneratorSeq2SeqTrainer", "PointerGeneratorEvalPrediction", "build_compute_metrics")}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 AutoConfig.register(PointerGeneratorConfig.model_type, PointerGeneratorConfig, exist_ok=True)
 AutoModel.register(PointerGeneratorConfig, PointerGeneratorForConditionalGeneration, exist_ok=True)
@@ -41,6 +52,8 @@ __all__ = [
     "PointerGeneratorForConditionalGeneration",
     "PointerGeneratorPreTrainedModel",
     "PointerGeneratorSeq2SeqLMOutput",
+    "PointerGeneratorGenerateOutput",
+    "PointerGeneratorGenerateBeamOutput",
     "PointerGeneratorText2TextPipeline",
     "DataCollatorForPointerGenerator",
     "encode_with_oovs",
