@@ -22,14 +22,17 @@ SPECIAL_TOKENS = (PAD, EOS, UNK, BOS)  # ids 0, 1, 2, 3
 
 # Placeholders that hold no space, in the regex dialect of 🤗 tokenizers (Oniguruma). A simpler relative of
 # hf_pgen.placeholders.PLACEHOLDER_PATTERN (which the metrics and protection use): here a near miss costs only a
-# token boundary. Python-named and plain printf, Qt positional, %%, brace fields and templates, tags, URLs.
+# token boundary, but a piece must never hold a placeholder with text around it (`{%(n)s}` is "{", "%(n)s", "}"):
+# a copy of it would bring the placeholder along unseen. Python-named and plain printf, Qt positional, %%, brace
+# fields and templates, tags, URLs.
 _PLACEHOLDER_PIECE = (
     r"%\([^()\s]+\)[-#0+']*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa]"
     r"|%(?:\d+\$)?[-#0+']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGcsSpa@]"
     r"|%L?\d+|%%"
-    r"|[$#%]?\{\{?[^{}\s]*\}\}?"
+    r"|\{\{[^{}\s]*\}\}|[$#%]\{[A-Za-z_][\w.\-]*\}"
+    r"|\{(?:[A-Za-z_]\w*|\d+)?(?:\.[A-Za-z_]\w*|\[[^\[\]{}\s]*\])*(?:![rsa])?(?::[^{}\s]*)?\}"
     r"|</?[A-Za-z][\w-]*/?>|</?\d+/?>"
-    r"|(?:(?:https?|ftp)://|www\.)[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}]"
+    r"|(?:(?:https?|ftp)://|www\.)[\w\[][^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}]"
 )
 
 

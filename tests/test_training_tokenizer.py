@@ -1,0 +1,44 @@
+"""training/tokenizer.py: the one tokenizer builder (script, main job, tests, quick start)."""
+
+import pytest
+from testing_utils import corpus_texts
+
+from hf_pgen.placeholders import extract_placeholders
+from training.data import load_en_de_messages
+from training.tokenizer import TOKENIZER_TYPES, train_shared_tokenizer
+
+
+@pytest.fixture(scope="module")
+def texts():
+    pairs = load_en_de_messages("train")["translation"][:3000]
+    return [pair["en"] for pair in pairs] + [pair["de"] for pair in pairs]
+
+
+@pytest.mark.parametrize("kind", TOKENIZER_TYPES)
+def test_special_ids_and_lossless_decoding(texts, kind):
+    tokenizer = train_shared_tokenizer(texts, kind, vocab_size=2000)
+    assert (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id, tokenizer.bos_token_id) == (0, 1, 2, 3)
+    for text in corpus_texts("test", limit=200):  # spacing, punctuation and placeholders come back as written
+        ids = tokenizer(text)["input_ids"]
+        assert ids[-1] == tokenizer.eos_token_id
+        if tokenizer.unk_token_id not in ids:
+            assert tokenizer.decode(ids, skip_special_tokens=True) == text
+
+
+def test_a_placeholder_is_one_piece_and_no_piece_hides_one(texts):
+    """Every pre-token holding a placeholder is exactly that placeholder, over the whole corpus: a word-level
+    vocabulary then copies `%(name)s` in one decision, and a copy never brings along a placeholder inside a larger
+    piece (`{%(num)s}`) that protected decoding could not see."""
+    tokenizer = train_shared_tokenizer(texts, "wordlevel", vocab_size=2000)
+    pre_tokenize = tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str
+    assert [piece for piece, _ in pre_tokenize("Report {%(num)s} at https://x.org/a%20b, {0:.2f} %d%%")] == [
+        "▁Report", "▁", "{", "%(num)s", "}", "▁at", "▁", "https://x.org/a%20b", ",", "▁", "{0:.2f}", "▁", "%d", "%%"]
+    holding = 0
+    for split in ("train", "validation", "test"):
+        for pair in load_en_de_messages(split)["translation"]:
+            for text in pair.values():
+                for piece, _ in pre_tokenize(text):
+                    found = extract_placeholders(piece.lstrip("▁"))
+                    holding += bool(found)
+                    assert found in ([], [piece.lstrip("▁")]), (piece, found)
+    assert holding > 3000  # the corpus is full of them
