@@ -19,6 +19,7 @@ import torch
 
 import hf_pgen  # noqa: F401  (registers the pointer-generator with the Auto classes)
 from training import run_translation
+from training.data import load_en_de_messages
 from training.data.files import DataError, load_translation_splits, read_translation_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,6 +176,31 @@ def test_model_card_of_a_predict_only_run_points_at_the_evaluated_model(runs, tm
     run_translation.main(predict_args(model_dir, tmp_path / "predict"))
     card = (tmp_path / "predict" / "README.md").read_text(encoding="utf-8")
     assert f'model="{model_dir}"' in card and "model-index:" in card
+
+
+def test_predict_with_protect_and_copy_records(runs, tmp_path):
+    """--protect places every placeholder of every test source; --copy_records N writes N copy records (the
+    pipeline's own) and their page."""
+    from hf_pgen.metrics import placeholder_preservation
+
+    model_dir, _ = runs["copy"]
+    out = tmp_path / "protected"
+    results = run_translation.main(predict_args(model_dir, out, "--protect", "placeholders", "--copy_records", "3",
+                                                "--max_target_length", "24"))
+    sources = [pair["en"] for pair in load_en_de_messages("test")["translation"][:8]]
+    predictions = (out / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
+    assert results["predict_placeholder_preservation"] == 1.0
+    assert placeholder_preservation(sources, [p.replace("\\n", "\n") for p in predictions]) == 1.0
+    records = [json.loads(line) for line in (out / "copy_records.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["source"] for r in records] == sources[:3]
+    assert all("".join(t["text"] for t in r["tokens"]) == r["translation_text"] for r in records)
+    assert "pg-out" in (out / "copies.html").read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="needs --do_predict"):
+        run_translation.main(predict_args(runs["baseline"][0], tmp_path / "b", "--no_copy_mechanism",
+                                          "--copy_records", "2"))
+    with pytest.raises(ValueError, match="add --predict_with_generate"):
+        run_translation.main([a for a in predict_args(model_dir, tmp_path / "c", "--protect", "placeholders")
+                              if a != "--predict_with_generate"])
 
 
 def test_template_sits_beside_the_renderer_under_a_template_name():

@@ -1,7 +1,7 @@
 """What run_translation measures beyond the Trainer's metrics, and how it writes its predictions.
 
 Decoding with copies and the metrics themselves live in the library (`hf_pgen.build_compute_metrics`,
-`hf_pgen.metrics`); this module adds the teacher-forced mean p_gen and the prediction file.
+`hf_pgen.metrics`); this module adds the teacher-forced mean p_gen, the prediction file and the copy records.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from hf_pgen.tokenization_pointer_generator import batch_decode_with_oovs
 from hf_pgen.trainer_pointer_generator import EXAMPLE_INDEX
 
-__all__ = ["mean_p_gen", "decode_predictions", "write_predictions"]
+__all__ = ["mean_p_gen", "decode_predictions", "write_predictions", "write_copy_records"]
 
 
 @torch.no_grad()
@@ -54,3 +54,29 @@ def write_predictions(path: str | Path, predictions: list[str]) -> None:
     `\\n`, so line i is example i."""
     lines = [p.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n") for p in predictions]
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_copy_records(output_dir: str | Path, model, tokenizer, sources: list[str], *, prefix: str = "",
+                       num_beams: int = 1, max_length: int | None = None, protect=None) -> list[dict]:
+    """Translate `sources` through `pipeline("translation")` with `return_copy_info=True`, as a user would, and
+    write the records to `copy_records.jsonl` (one per line) and `copies.html` (`hf_pgen.visualize.to_html`)."""
+    import json
+
+    from transformers import pipeline
+
+    from hf_pgen import visualize
+
+    translator = pipeline("translation", model=model, tokenizer=tokenizer, prefix=prefix)
+    options = {"num_beams": num_beams, "return_copy_info": True, "batch_size": 16}
+    if max_length is not None:
+        options["max_length"] = max_length
+    if protect is not None:
+        options["protect"] = protect
+    model.eval()
+    records = translator(list(sources), **options)
+    output_dir = Path(output_dir)
+    with open(output_dir / "copy_records.jsonl", "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    visualize.to_html(records, output_dir / "copies.html")
+    return records

@@ -56,7 +56,7 @@ from hf_pgen.data_collator import DataCollatorForPointerGenerator
 from hf_pgen.tokenization_pointer_generator import encode_with_oovs
 from hf_pgen.trainer_pointer_generator import PointerGeneratorSeq2SeqTrainer, build_compute_metrics
 from training.data.files import SUPPORTED, file_format, load_translation_splits
-from training.evaluation import decode_predictions, mean_p_gen, write_predictions
+from training.evaluation import decode_predictions, mean_p_gen, write_copy_records, write_predictions
 from training.model import MODEL_TYPES, build_model, check_lengths, set_language_codes
 from training.model_card import collect_settings, render_training_card
 from training.tokenizer import TOKENIZER_TYPES, train_shared_tokenizer
@@ -230,6 +230,12 @@ class DataTrainingArguments:
                           "'placeholders', 'oov' (copying models) or a regular expression. Every protected span of a "
                           "source comes out exactly as often as the source holds it."},
     )
+    copy_records: int = field(
+        default=0,
+        metadata={"help": "With --do_predict: also translate the first N test sources through pipeline('translation') "
+                          "with return_copy_info=True and write copy_records.jsonl and copies.html (hf_pgen.visualize) "
+                          "to --output_dir. Pointer-generators only."},
+    )
     skip_bad_lines: bool = field(
         default=False,
         metadata={"help": "Skip (and count) lines of data files that are not valid UTF-8 or not valid JSON instead "
@@ -305,6 +311,9 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     logger.info("Training/evaluation parameters %s", training_args)
     if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
         raise ValueError("There is nothing to do: pass --do_train, --do_eval and/or --do_predict.")
+    if data_args.copy_records and not (training_args.do_predict and copy_args.copy_mechanism):
+        raise ValueError("--copy_records writes what a pointer-generator copied in test outputs: it needs --do_predict "
+                         "and the copy mechanism (drop --no_copy_mechanism).")
     if data_args.protect is not None and not training_args.predict_with_generate:
         raise ValueError(f"--protect {data_args.protect} protects spans in generated outputs: add "
                          "--predict_with_generate (or drop --protect).")
@@ -518,6 +527,9 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             predictions = decode_predictions(predict_results.predictions, predict_dataset["oov_words"], tokenizer,
                                              vocab_size)
             write_predictions(output_dir / "generated_predictions.txt", predictions)
+        if trainer.is_world_process_zero() and data_args.copy_records:
+            write_copy_records(output_dir, trainer.model, tokenizer, predict_dataset["source"][: data_args.copy_records],
+                               prefix=prefix, num_beams=num_beams, max_length=max_length, protect=data_args.protect)
 
     # -- data checks, model card (every run), push --
     if training_args.push_to_hub:
