@@ -94,6 +94,7 @@ def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batc
         "--num_beams", str(num_beams),
         "--per_device_train_batch_size", str(batch_size), "--per_device_eval_batch_size", "128",
         "--learning_rate", "2e-3", "--lr_scheduler_type", "linear", "--warmup_steps", str(max(max_steps // 12, 1)),
+        "--label_smoothing_factor", "0.1",
         "--weight_decay", "0.01", "--max_grad_norm", "1.0",
         "--max_steps", str(max_steps),
         "--logging_steps", "100", "--save_steps", "500", "--save_total_limit", "1",
@@ -254,11 +255,15 @@ def read_predictions(folder: Path) -> list[str]:
 
 
 def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
-    """The issue's goals, each met or missed by this run's own numbers."""
+    """The issue's goals, each met or missed by this run's own numbers.
+
+    "The best pointer-generator" is the pointer-generator system (either vocabulary, with or without protection)
+    with the highest chrF; it is compared with the subword baseline decoding the same way (protected or not).
+    """
     by_name = {s["name"]: s for s in systems}
-    pgens = [s for s in systems if s["name"].startswith("pgen") and not s["protect"]]
-    best = max(pgens, key=lambda s: s["metrics"]["chrf"])
-    base, floor = by_name["subword-nocopy"], by_name["copy-source"]
+    best = max((s for s in systems if s["name"].startswith("pgen")), key=lambda s: s["metrics"]["chrf"])
+    base = by_name["subword-nocopy+protect" if best["protect"] else "subword-nocopy"]
+    floor = by_name["copy-source"]
 
     def beats(a: dict, b: dict, metric: str) -> tuple[bool, str]:
         c = sig["comparisons"][a["name"]][b["name"]][metric]
@@ -269,21 +274,25 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     goals = []
     for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
         met, detail = beats(best, floor, metric)
-        goals.append({"goal": f"best pointer-generator beats copy-source on {name}", "met": met, "detail": detail})
+        goals.append({"goal": f"the best pointer-generator beats copy-source on {name} (beyond noise)", "met": met,
+                      "detail": detail})
     met, detail = beats(best, base, "chrf")
-    goals.append({"goal": "best pointer-generator beats the subword no-copy baseline on chrF", "met": met,
-                  "detail": detail})
+    goals.append({"goal": "the best pointer-generator beats the subword no-copy baseline on chrF (beyond noise)",
+                  "met": met, "detail": detail})
     kept, base_kept = best["metrics"]["placeholders_kept"], base["metrics"]["placeholders_kept"]
-    goals.append({"goal": "best pointer-generator keeps placeholders more often than the subword baseline",
-                  "met": kept > base_kept, "detail": f"{kept:.1%} vs {base_kept:.1%}"})
+    goals.append({"goal": "the best pointer-generator keeps placeholders more often than the subword baseline",
+                  "met": kept > base_kept, "detail": f"{best['name']} {kept:.1%} vs {base['name']} {base_kept:.1%}"})
+    unprotected = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"]),
+                      key=lambda s: s["metrics"]["placeholders_kept"])
+    kept = unprotected["metrics"]["placeholders_kept"]
     goals.append({"goal": "placeholders kept exactly in >= 90% of outputs without protection", "met": kept >= 0.9,
-                  "detail": f"{best['name']}: {kept:.1%}"})
+                  "detail": f"best unprotected: {unprotected['name']} {kept:.1%}"})
     protected = [s for s in systems if s["protect"]]
     worst = min(s["metrics"]["placeholders_kept"] for s in protected)
     invented = max(s["metrics"]["placeholders_invented"] for s in protected)
-    goals.append({"goal": "with protection: placeholders kept in 100% of outputs, invented in 0%, every system",
-                  "met": worst == 1.0 and invented == 0.0, "detail": f"lowest kept {worst:.1%}, most invented "
-                                                                      f"{invented:.1%}"})
+    goals.append({"goal": "with protection: placeholders kept in 100% of outputs and invented in 0%, every system",
+                  "met": worst == 1.0 and invented == 0.0,
+                  "detail": f"lowest kept {worst:.1%}, most invented {invented:.1%}"})
     return goals
 
 
@@ -294,12 +303,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", default="outputs/main")
     parser.add_argument("--max_steps", type=int, default=4000, help="Training steps of each trained system.")
-    parser.add_argument("--batch_size", type=int, default=16)
+    parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--num_beams", type=int, default=1)
     parser.add_argument("--max_predict_samples", type=int, default=None, help="Default: the whole test split.")
     parser.add_argument("--vocab_size", type=int, default=8000, help="Size of each shared vocabulary.")
     parser.add_argument("--workers", type=int, default=None,
-                        help="Runs side by side (default: one per CPU core, at most 3); each uses one torch thread.")
+                        help="Runs side by side (default: the three trained systems at once with 2+ cores, which "
+                             "keeps every core busy until the end); each uses one torch thread.")
     parser.add_argument("--fresh", action="store_true", help="Delete an earlier run's folders first (default: "
                                                              "resume the trained systems from their checkpoints).")
     parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
@@ -308,7 +318,7 @@ def main(argv: list[str] | None = None) -> dict:
         extra = extra[1:]
 
     cores = os.cpu_count() or 1
-    workers = args.workers or max(1, min(cores, len(TRAINED)))
+    workers = args.workers or (len(TRAINED) if cores >= 2 else 1)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the spawned runs
 
