@@ -3,7 +3,7 @@
 
     python -m training.main                 # what `make main` runs (about 25 minutes on 2 CPU cores)
     python -m training.main --fresh         # ignore checkpoints of an earlier (interrupted) run
-    python -m training.main --max_steps 12000   # a longer budget for every trained system
+    python -m training.main --max_steps 8000 --batch_size 32   # a longer budget for every trained system
     python -m training.main --max_steps 50 --max_predict_samples 100   # a quick look
 
 Systems, scored on the held-out test split (projects unseen in training), every trained one by
@@ -147,7 +147,7 @@ def _run_child(argv: list[str], log_path: str, queue) -> None:
         raise
 
 
-_STEP = re.compile(r"(\d+)/(\d+) \[")
+_STEP = re.compile(r"(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]")  # the Trainer's bar, not datasets' (examples/s)
 
 
 def _progress(log_path: Path) -> tuple[int, int] | None:
@@ -302,8 +302,8 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", default="outputs/main")
-    parser.add_argument("--max_steps", type=int, default=4000, help="Training steps of each trained system.")
-    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--max_steps", type=int, default=5000, help="Training steps of each trained system.")
+    parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--num_beams", type=int, default=1)
     parser.add_argument("--max_predict_samples", type=int, default=None, help="Default: the whole test split.")
     parser.add_argument("--vocab_size", type=int, default=8000, help="Size of each shared vocabulary.")
