@@ -13,9 +13,10 @@ Two halves:
 - Encode side (`_protected_spans_for_batch`, called by `PointerGeneratorProcessor(..., protect=...)`): finds the spans
   (`find_protected_spans`) and writes, per example, each distinct span's text, how often the source holds it, and the
   token sequences that spell it (the batch key `protected_spans`, read by `generate()`).
-- Decode side (`ProtectedSpansLogitsProcessor`): a `LogitsProcessor` that recomputes every hypothesis' state from its
-  own `input_ids` at each step, so beam reordering, sampling, `num_return_sequences` and the KV cache need nothing
-  special.
+- Decode side (`ProtectedSpansLogitsProcessor`): a `LogitsProcessor` that keys every hypothesis' state by its own
+  `input_ids`: a row carries on its parent's (the same ids without the last one), so beam reordering, sampling,
+  `num_return_sequences` and the KV cache need nothing special, and a step costs about ten microseconds per row
+  whatever the length. Each row's bans or forced tokens are one cached (V,) ceiling; a step applies them at once.
 
 The token sequences of a span ("variants"):
 
@@ -61,9 +62,11 @@ characters without the copy head, gets a warning naming it) is emitted exactly `
 provided the length limit leaves room for all of them; otherwise a warning after generation names the outputs and
 the spans they lack. With `protect="placeholders"` the decoded text also reads as the same placeholders around them
 (*Neighbours*). That the decoded text holds a span byte for byte also needs a decoder that gives the span text back
-in context: Metaspace/SentencePiece/byte-level decoders do; a Whitespace pre-tokenizer without a decoder does not, and
-`decode_with_oovs` puts a space before a copied word after ".", so a span with an out-of-vocabulary piece after a
-"." (`v2.3` with `3` unknown) comes back as `v2. 3`.
+in context: Metaspace/SentencePiece/byte-level decoders do; a Whitespace pre-tokenizer without a decoder does not.
+With a word-level vocabulary, whose unknown token swallows the space before it, `decode_with_oovs` spaces a copied
+piece as the source did after the same character (`v2.3` with `3` unknown comes back as `v2.3`) as long as the OOV
+table is the one the processor made; a table read back from JSON holds plain strings, and a copy after "." then
+gets a space (`v2. 3`).
 
 This file is saved next to the model as remote code: it imports only the standard library, ``torch``,
 ``transformers`` and its hf_pgen siblings (relative imports).
@@ -71,15 +74,16 @@ This file is saved next to the model as remote code: it imports only the standar
 
 from __future__ import annotations
 
+import bisect
 import re
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList
+from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from .placeholders import placeholder_spans
+from .placeholders import _placeholder_end_at_start, placeholder_spans
 
 __all__ = ["ProtectedSpansLogitsProcessor", "find_protected_spans", "PROTECTED_SPANS_KEY"]
 
@@ -227,13 +231,24 @@ class _SpanSpeller:
         return self._alone[text]
 
 
+def _decode_each(tokenizer: Any, sequences: list[list[int]]) -> list[str]:
+    """`tokenizer.batch_decode(sequences)` with special tokens and spaces kept as they are; straight through the Rust
+    tokenizer when the tokenizer's own decode is the stock fast one (Transformers' per-sequence loop around it is 30x
+    slower, and a vocabulary is a lot of sequences)."""
+    if (
+        getattr(tokenizer, "is_fast", False)
+        and type(tokenizer).decode is PreTrainedTokenizerBase.decode
+        and type(tokenizer)._decode is PreTrainedTokenizerFast._decode
+    ):
+        return tokenizer.backend_tokenizer.decode_batch(sequences, skip_special_tokens=False)
+    return tokenizer.batch_decode(sequences, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
 def _vocabulary_texts(tokenizer: Any, cache: dict[str, Any]) -> list[str]:
     """Each id's own decoded text ("" for special tokens), once per tokenizer."""
     if "vocabulary_texts" not in cache:
         special = set(tokenizer.all_special_ids)
-        texts = tokenizer.batch_decode(
-            [[i] for i in range(len(tokenizer))], skip_special_tokens=False, clean_up_tokenization_spaces=False
-        )
+        texts = _decode_each(tokenizer, [[i] for i in range(len(tokenizer))])
         cache["vocabulary_texts"] = ["" if i in special else text for i, text in enumerate(texts)]
     return cache["vocabulary_texts"]
 
@@ -248,12 +263,23 @@ def _placeholder_token_ids(tokenizer: Any, cache: dict[str, Any]) -> list[int]:
 
 def _extensions(token_id: int, tokenizer: Any, cache: dict[str, Any]) -> list[int]:
     """Ids whose text starts with token `token_id`'s text and goes on ("sa" for "s"): after a span's other tokens
-    they would spell the span's text too, so an exhausted span forbids them as well."""
+    they would spell the span's text too, so an exhausted span forbids them as well (none for a copy)."""
     table = cache.setdefault("extensions", {})
     if token_id not in table:
-        texts = _vocabulary_texts(tokenizer, cache)
-        text = texts[token_id] if token_id < len(texts) else ""
-        table[token_id] = [i for i, other in enumerate(texts) if text and other != text and other.startswith(text)]
+        table[token_id] = []
+        if token_id < len(tokenizer):
+            texts = _vocabulary_texts(tokenizer, cache)
+            if "sorted_texts" not in cache:  # the texts that start with a text are one run of the sorted texts
+                order = sorted(range(len(texts)), key=texts.__getitem__)
+                cache["sorted_texts"] = (order, [texts[i] for i in order])
+            order, ordered = cache["sorted_texts"]
+            text = texts[token_id]
+            position = bisect.bisect_left(ordered, text) if text else len(ordered)
+            while position < len(ordered) and ordered[position].startswith(text):
+                if ordered[position] != text:
+                    table[token_id].append(order[position])
+                position += 1
+            table[token_id].sort()
     return table[token_id]
 
 
@@ -262,37 +288,50 @@ def _not_after(span_text: str, tokenizer: Any, cache: dict[str, Any]) -> list[in
     ("%1" + "s" is "%1s"), or with anything after them (a URL goes on through "/" or "}")."""
     table = cache.setdefault("not_after", {})
     if span_text not in table:
-        texts = _context_texts(tokenizer, cache)
-        n = len(span_text)
-        # A text that starts with whitespace ends every placeholder of the grammar (none holds a space after a
-        # complete match: printf flags exclude it, URLs end there, the rest close with "}", ")" or ">"): skipping
-        # those tokens (most of a vocabulary: "▁word", "Ġword") changes nothing and saves most of the work.
-        table[span_text] = [
-            i for i, text in enumerate(texts)
-            if text and not text[0].isspace()
-            and ((0, n) not in placeholder_spans(span_text + text)
-                 or (0, n) not in placeholder_spans(span_text + text + "x"))
-        ]
+        if "not_after_candidates" not in cache:
+            # A text that starts with whitespace ends every placeholder of the grammar (none holds a space after a
+            # complete match: printf flags exclude it, URLs end there, the rest close with "}", ")" or ">"): only
+            # the other tokens (a small part of a vocabulary: most are "▁word", "Ġword") can follow wrongly.
+            cache["not_after_candidates"] = [
+                (i, text) for i, text in enumerate(_context_texts(tokenizer, cache)) if text and not text[0].isspace()
+            ]
+        table[span_text] = [i for i, text in cache["not_after_candidates"] if _changes(span_text, text)]
     return table[span_text]
 
 
+def _changes(span_text: str, text: str) -> bool:
+    """Whether the grammar reads placeholder `span_text` differently when `text` follows it, or when anything
+    follows `text` (tried with "x": a letter continues every placeholder that letters continue).
+
+    Only the second needs trying: the grammar has no anchors or lookbehinds, so a match at the start that ends
+    within `span_text + text` with "x" after it ends there without the "x" too."""
+    return _placeholder_end_at_start(span_text + text + "x") != len(span_text)
+
+
 def _context_texts(tokenizer: Any, cache: dict[str, Any]) -> list[str]:
-    """Each id's text as it reads after a word (decoders drop a leading space at the start of the text, not there)."""
+    """Each id's text as it reads after a word (decoders drop a leading space at the start of the text, not there:
+    a lone "▁" reads as nothing at the start and as a space here); special tokens read as nothing."""
     if "context_texts" not in cache:
         alone = _vocabulary_texts(tokenizer, cache)
         word = next((i for i, text in enumerate(alone) if text.isalpha()), None)
         if word is None:
             cache["context_texts"] = list(alone)
         else:
-            pairs = tokenizer.batch_decode(
-                [[word, i] for i in range(len(alone))], skip_special_tokens=False, clean_up_tokenization_spaces=False
-            )
+            special = set(tokenizer.all_special_ids)
+            pairs = _decode_each(tokenizer, [[word, i] for i in range(len(alone))])
             head = alone[word]
             cache["context_texts"] = [
-                "" if not text else (pair[len(head):] if pair.startswith(head) else text)
-                for text, pair in zip(alone, pairs)
+                "" if i in special else (pair[len(head):] if pair.startswith(head) else text)
+                for i, (text, pair) in enumerate(zip(alone, pairs))
             ]
     return cache["context_texts"]
+
+
+def _separator(tokenizer: Any, cache: dict[str, Any]) -> int | None:
+    """A token that reads as one space after a word ("▁", "Ġ"): what keeps a span apart when the budget is tight."""
+    if "separator" not in cache:
+        cache["separator"] = next((i for i, t in enumerate(_context_texts(tokenizer, cache)) if t == " "), None)
+    return cache["separator"]
 
 
 def _protected_spans_for_batch(
@@ -367,19 +406,16 @@ def _protected_spans_for_batch(
                 continue
             extensions = sorted({e for v in variants for e in _extensions(v[-1], tokenizer, cache)})
             after = []
-            if mode == "placeholders":
-                n = len(span_text)
-                after = _not_after(span_text, tokenizer, cache) + [  # and this example's copies that would
-                    vocab_size + slot for slot, word in enumerate(oov_words)
-                    if (0, n) not in placeholder_spans(span_text + word)
-                    or (0, n) not in placeholder_spans(span_text + word + "x")
+            if mode == "placeholders":  # and this example's copies that would change it
+                after = _not_after(span_text, tokenizer, cache) + [
+                    vocab_size + slot for slot, word in enumerate(oov_words) if _changes(span_text, word)
                 ]
             spans.append({"text": span_text, "count": entry["count"], "sequences": [list(v) for v in variants],
                           "extensions": extensions, "not_after": after})
         result = {"spans": spans, "forbidden_ids": forbidden}
         if mode == "placeholders":  # what the grammar needs to see the text before a span (shared lists)
             result.update(context_texts=_context_texts(tokenizer, cache), oov_words=list(oov_words),
-                          vocab_size=vocab_size)
+                          vocab_size=vocab_size, separator=_separator(tokenizer, cache))
         results.append(result)
     if isinstance(mode, tuple):
         missing = [literal for literal in mode if literal not in found_literals]
@@ -394,15 +430,21 @@ def _protected_spans_for_batch(
 
 
 # --------------------------------------------------------------------------------------------------- decoding
+# A placeholder that begins in a text and runs on into a span placed after it begins with one of "%{<$#", or is a URL
+# whose "://" or "www." is in that text (no placeholder starts with the rest of one): after a text with none of these
+# every span reads as itself, which spares the grammar's scan on most steps.
+_SWALLOWING = ("%", "{", "<", "$", "#", "://", "www.")
+
+
 class _Example:
-    """One example's spans, indexed for the per-step scan."""
+    """One example's spans, indexed for the per-step rules."""
 
     def __init__(self, entry: dict[str, Any], width: int | None):
         self.texts: list[str] = []
         self.counts: list[int] = []
         self.variants: list[list[tuple[int, ...]]] = []
-        self.extensions: list[list[int]] = []
-        self.not_after: list[list[int]] = []  # tokens that must not follow the span (they would change its text)
+        extensions: list[frozenset[int]] = []
+        not_after: list[frozenset[int]] = []  # tokens that must not follow the span (they would change its text)
         for span in entry.get("spans", ()):
             variants = [tuple(int(t) for t in v) for v in span["sequences"]]
             if width is not None:
@@ -419,77 +461,124 @@ class _Example:
             self.texts.append(span["text"])
             self.counts.append(int(span["count"]))
             self.variants.append(variants)
-            self.extensions.append([int(t) for t in span.get("extensions", ())])
-            self.not_after.append([int(t) for t in span.get("not_after", ())])
+            extensions.append(frozenset(int(t) for t in span.get("extensions", ())))
+            not_after.append(frozenset(int(t) for t in span.get("not_after", ())))
         self.min_lengths = [min(len(v) for v in vs) for vs in self.variants]
         self.by_first: dict[int, list[tuple[tuple[int, ...], int]]] = {}
         for j, variants in enumerate(self.variants):
             for variant in variants:
                 self.by_first.setdefault(variant[0], []).append((variant, j))
         self.max_length = max((len(v) for vs in self.variants for v in vs), default=0)
+        self.inner = {t for vs in self.variants for v in vs for t in v[:-1]}  # tokens a variant goes on after
+        self._budgets: dict[tuple, tuple[int, int, bool, list[int]]] = {}  # see budget_rule
         # proper prefix -> the variants it starts, for the started-span lookup
         self.by_prefix: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
         for j, variants in enumerate(self.variants):
             for variant in variants:
                 for t in range(1, len(variant)):
                     self.by_prefix.setdefault(variant[:t], []).append((variant, j))
-        self._clean: dict[tuple[str, int], bool] = {}  # (text before, span) -> starts cleanly
+        self._clean: list[dict[str, bool]] = [{} for _ in self.texts]  # per span: text before -> starts cleanly
         self.context_texts: list[str] | None = entry.get("context_texts") if self.texts else None
         self.oov_words: list[str] = list(entry.get("oov_words") or ())
         self.vocab_size = int(entry.get("vocab_size") or 0)  # where copy ids start
         self.has_neighbours = self.context_texts is not None
-        # a token that reads as one space after a word ("▁", "Ġ"): what keeps a span apart when the budget is tight
-        self.separator = next((i for i, t in enumerate(self.context_texts or ()) if t == " "), None)
+        self.separator: int | None = entry.get("separator") if self.has_neighbours else None  # see _separator
         own_tokens = {t for vs in self.variants for v in vs for t in v}
-        self.forbidden = [t for t in entry.get("forbidden_ids", ()) if t not in own_tokens] if self.texts else []
+        forbidden = frozenset(t for t in entry.get("forbidden_ids", ()) if t not in own_tokens)
+        # What a row's bans are made of, besides a few single tokens: component 0 is the forbidden ids, 1 + 2j span
+        # j's extensions and 2 + 2j the tokens that must not follow span j (large sets, turned into masks once).
+        self.components: list[frozenset[int]] = [forbidden]
+        for j in range(len(self.texts)):
+            self.components += [extensions[j], not_after[j]]
 
     def __bool__(self) -> bool:
-        return bool(self.texts) or bool(self.forbidden)
+        return bool(self.texts)
+
+    def advance(
+        self, g: list[int], position: int, emitted: list[int], last_end: int, last_span: int | None, stop: int
+    ) -> tuple[int, int, int | None]:
+        """Scan `g` on from `position` while it is below `stop`: at each position the longest variant (of any span)
+        that matches there counts one occurrence of its span (into `emitted`) and the scan jumps past it. Returns
+        (position reached, end of the last occurrence, its span)."""
+        while position < stop:
+            best, best_j = 0, -1
+            for variant, j in self.by_first.get(g[position], ()):
+                n = len(variant)
+                if n > best and tuple(g[position : position + n]) == variant:
+                    best, best_j = n, j
+            if best_j < 0:
+                position += 1
+            else:
+                emitted[best_j] += 1
+                position += best
+                last_end, last_span = position, best_j
+        return position, last_end, last_span
 
     def scan(self, g: list[int]) -> tuple[list[int], int, int | None]:
         """Occurrences in `g`, left to right, longest variant first: (remaining per span, end of the last
         occurrence, its span)."""
         emitted = [0] * len(self.texts)
-        position, last_end, last_span, length = 0, 0, None, len(g)
-        while position < length:
-            best = None
-            for variant, j in self.by_first.get(g[position], ()):
-                n = len(variant)
-                if (best is None or n > best[0]) and tuple(g[position : position + n]) == variant:
-                    best = (n, j)
-            if best is None:
-                position += 1
-            else:
-                emitted[best[1]] += 1
-                position += best[0]
-                last_end, last_span = position, best[1]
+        _, last_end, last_span = self.advance(g, 0, emitted, 0, None, len(g))
         return [c - e for c, e in zip(self.counts, emitted)], last_end, last_span
 
     def text_of(self, tokens: list[int]) -> str:
         """What `tokens` read as after a word (special tokens read as nothing)."""
-        pieces = []
-        for token in tokens:
-            if token < len(self.context_texts):
-                pieces.append(self.context_texts[token])
-            elif token >= self.vocab_size:  # a copy (padding rows of T5's output layer read as nothing)
-                slot = token - self.vocab_size
-                pieces.append(self.oov_words[slot] if 0 <= slot < len(self.oov_words) else "")
-        return "".join(pieces)
+        texts, n = self.context_texts, len(self.context_texts)
+        return "".join([texts[t] if t < n else self._copy_text(t) for t in tokens])
+
+    def budget_rule(self, remaining: list[int], budget: int | None) -> tuple[int, int, bool, list[int]]:
+        """(need, slack, tight, first tokens of variants too long for the budget) for spans `remaining` and `budget`
+        tokens left: `need` the fewest tokens that place every remaining span, `slack` the free tokens kept beside
+        them, `tight` whether the budget must start spans now (module docstring, *Budget*)."""
+        key = (tuple(remaining), budget)
+        if key not in self._budgets:  # the rows of an example mostly share both
+            need = sum(left * self.min_lengths[j] for j, left in enumerate(remaining) if left > 0)
+            # With grammar neighbours (placeholders), keep one free token per remaining span: a span may have to
+            # wait one step after another one (the grammar would merge them), and that step must not break the budget.
+            slack = sum(left for left in remaining if left > 0) if self.has_neighbours else 0
+            tight = budget is not None and budget <= need + slack
+            too_long = []
+            if budget is not None and not tight:
+                # Free steps: a span may start only with a variant that still fits.
+                starts = [(variant[0], len(variant) + need - self.min_lengths[j] + slack <= budget)
+                          for j, variants in enumerate(self.variants) if remaining[j] > 0 for variant in variants]
+                fits = {t for t, fit in starts if fit}
+                too_long = [t for t, fit in starts if not fit and t not in fits]
+            self._budgets[key] = (need, slack, tight, too_long)
+        return self._budgets[key]
+
+    def reads_as_nothing(self, tokens: list[int]) -> bool:
+        """Whether `tokens` read as nothing (special tokens), looking no further than the first one that does not."""
+        texts, n = self.context_texts, len(self.context_texts)
+        return not any(texts[t] if t < n else self._copy_text(t) for t in tokens)
+
+    def _copy_text(self, token: int) -> str:
+        slot = token - self.vocab_size  # a copy (padding rows of T5's output layer read as nothing)
+        return self.oov_words[slot] if 0 <= slot < len(self.oov_words) else ""
+
+    def context(self, g: list[int], start: int, since: int, last_span: int | None) -> str:
+        """The text that a span starting at `g[start]` follows: what was generated since position `since` (the end
+        of the last span `last_span`, whose text counts too), at most 32 tokens back (placeholders are short; URLs
+        end at the first space)."""
+        first = max(since, start - 32)
+        head = self.texts[last_span] if last_span is not None and first == since else ""
+        return head + self.text_of(g[first:start])
+
+    def reads_cleanly(self, context: str, j: int) -> bool:
+        """Whether span `j` reads as itself after `context`: "%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a
+        longer URL."""
+        known = self._clean[j]
+        if context not in known:  # beams share their text: look each one up once
+            if any(mark in context for mark in _SWALLOWING):
+                n = len(self.texts[j])
+                known[context] = (len(context), len(context) + n) in placeholder_spans(context + self.texts[j])
+            else:
+                known[context] = True
+        return known[context]
 
     def starts_cleanly(self, j: int, g: list[int], start: int, since: int, last_span: int | None) -> bool:
-        """Whether span `j` starting at `g[start]` reads as itself after the text generated since position `since`
-        (the end of the last span `last_span`, whose text counts too): "%" + "%(n)d" is an escaped percent,
-        "www.x" + "{0}" a longer URL."""
-        if self.context_texts is None:
-            return True
-        first = max(since, start - 32)  # placeholders are short; URLs end at the first space
-        head = self.texts[last_span] if last_span is not None and first == since else ""
-        context = head + self.text_of(g[first:start])
-        key = (context, j)
-        if key not in self._clean:  # beams share their text: look each one up once
-            n = len(self.texts[j])
-            self._clean[key] = (len(context), len(context) + n) in placeholder_spans(context + self.texts[j])
-        return self._clean[key]
+        """Whether span `j` starting at `g[start]` reads as itself after the text before it (see `context`)."""
+        return self.context_texts is None or self.reads_cleanly(self.context(g, start, since, last_span), j)
 
 
 class ProtectedSpansLogitsProcessor(LogitsProcessor):
@@ -529,6 +618,11 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         self.max_new_tokens = max_new_tokens
         self.reserve = 1 if forced_eos_token_id is not None else 0
         self._limit: int | None = None
+        # (example, ids) -> the scan of those ids as far as it is final (see _state). A state depends on nothing
+        # else, so the last step's states serve this step's rows whatever order beam search put them in.
+        self._states: dict[tuple[int, tuple[int, ...]], tuple] = {}
+        self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
+        self._buffer: torch.Tensor | None = None  # (rows, V): this step's ceilings
 
     def is_active(self) -> bool:
         return any(self.examples)
@@ -543,62 +637,72 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 return None
         return self._limit - length - self.reserve
 
-    def _row(self, ex: _Example, g: list[int], budget: int | None) -> tuple[list[int] | None, list[int]]:
-        """(tokens the row must choose among or None, tokens it must not choose) for generated ids `g`.
+    def _state(
+        self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], states: dict
+    ) -> tuple[list[int], int, int | None] | None:
+        """(remaining per span, end of the last occurrence, its span) for row `g` of example `index`, or None once
+        the row has ended; records its state for the next step in `states`.
 
-        `self._starts` is left holding, for a free row with spans left, the tokens that start one: what it must
-        choose when the bans (EOS above all) leave it nothing (top-k kept EOS alone)."""
-        self._starts = []
-        remaining, last_end, last_span = ex.scan(g)
+        The scan of `g` is its parent's (`g` without its last id, the previous step's row) carried one token on: a
+        scan position whose every variant fits before the end of `g` is final (longer ids cannot change what
+        matches there), so only the last `max_length` positions are scanned again."""
+        parent = self._states.get((index, key[:-1]))
         length = len(g)
-        banned = list(ex.forbidden)
+        if parent is None:  # the first step, or a row the last step did not see: scan it from the start
+            position, emitted, last_end, last_span = 0, [0] * len(ex.texts), 0, None
+            ended = not self._eos_set.isdisjoint(g[1:])
+        else:
+            position, emitted, last_end, last_span, ended = parent
+            emitted = list(emitted)
+            ended = ended or (length > 1 and g[-1] in self._eos_set)
+        if ended:  # greedy search and sampling keep padding a finished row
+            states[(index, key)] = (position, tuple(emitted), last_end, last_span, True)
+            return None
+        final = length - ex.max_length + 1  # positions before it are final
+        position, last_end, last_span = ex.advance(g, position, emitted, last_end, last_span, final)
+        states[(index, key)] = (position, tuple(emitted), last_end, last_span, False)
+        _, last_end, last_span = ex.advance(g, position, emitted, last_end, last_span, length)  # the rest, for now
+        return [c - e for c, e in zip(ex.counts, emitted)], last_end, last_span
+
+    def _rules(
+        self, ex: _Example, g: list[int], remaining: list[int], last_end: int, last_span: int | None,
+        budget: int | None,
+    ) -> tuple[list[int] | None, set[int], list[int], list[int]]:
+        """The rules for one row: (tokens it must choose among or None, ban components (`_Example.components`),
+        single tokens it must not choose, tokens that start a span: what it must choose when the bans, EOS above all,
+        leave it nothing, e.g. when top-k kept EOS alone)."""
+        length = len(g)
+        parts = {0} if ex.components[0] else set()
+        banned: list[int] = []
         for j, left in enumerate(remaining):
             if left <= 0:  # exhausted: no variant of it may complete again
                 for variant in ex.variants[j]:
                     n = len(variant)
-                    if n == 1 or (length >= n - 1 and tuple(g[length - n + 1 :]) == variant[:-1]):
+                    if n == 1 or (length >= n - 1 and g[-1] == variant[-2]
+                                  and tuple(g[length - n + 1 :]) == variant[:-1]):
                         banned.append(variant[-1])
-                        banned += ex.extensions[j]
-        if last_span is not None and (last_end == length or (ex.has_neighbours and not ex.text_of(g[last_end:]))):
-            banned += ex.not_after[last_span]  # right after a span (special tokens read as nothing)
+                        parts.add(1 + 2 * j)
+        if last_span is not None and (last_end == length or (ex.has_neighbours and ex.reads_as_nothing(g[last_end:]))):
+            parts.add(2 + 2 * last_span)  # right after a span (special tokens read as nothing)
         if not any(left > 0 for left in remaining):
-            return None, banned
+            return None, parts, banned, []
         banned += self.eos
         # Spans that may start now: not right after text the grammar would merge them with.
-        startable = [
-            left > 0 and ex.starts_cleanly(j, g, length, last_end, last_span) for j, left in enumerate(remaining)
-        ]
-        self._starts = [v[0] for j, left in enumerate(remaining) if left > 0 for v in ex.variants[j]
-                        if startable[j] or not any(startable)]
+        context = ex.context(g, length, last_end, last_span) if ex.has_neighbours else ""
+        startable = [left > 0 and (not ex.has_neighbours or ex.reads_cleanly(context, j))
+                     for j, left in enumerate(remaining)]
+        starts = [v[0] for j, left in enumerate(remaining) if left > 0 for v in ex.variants[j]
+                  if startable[j] or not any(startable)]
         for j, left in enumerate(remaining):
             if left > 0 and not startable[j]:
                 banned += [v[0] for v in ex.variants[j]
                            if not any(startable[k] for _, k in ex.by_first.get(v[0], ()))]
-        need = sum(left * ex.min_lengths[j] for j, left in enumerate(remaining) if left > 0)
-        # With grammar neighbours (placeholders), keep one free token per remaining span: a span may have to wait
-        # one step after another one (the grammar would merge them), and that step must not break the budget.
-        slack = sum(left for left in remaining if left > 0) if ex.has_neighbours else 0
-        tight = budget is not None and budget <= need + slack
-        if budget is not None and not tight:
-            # Free steps: a span may start only with a variant that still fits.
-            too_long = [
-                variant[0]
-                for j, variants in enumerate(ex.variants)
-                if remaining[j] > 0
-                for variant in variants
-                if len(variant) + need - ex.min_lengths[j] + slack > budget
-            ]
-            if too_long:
-                fits = {
-                    variant[0]
-                    for j, variants in enumerate(ex.variants)
-                    if remaining[j] > 0
-                    for variant in variants
-                    if len(variant) + need - ex.min_lengths[j] + slack <= budget
-                }
-                banned += [t for t in too_long if t not in fits]
-        # A started span: the longest tail after the last occurrence that is a proper prefix of a remaining variant.
-        for start in range(max(last_end, length - ex.max_length + 1), length):
+        need, slack, tight, too_long = ex.budget_rule(remaining, budget)
+        banned += too_long
+        # A started span: the longest tail after the last occurrence that is a proper prefix of a remaining variant
+        # (so the row's last token is one that a variant goes on after: most rows need not look).
+        first = max(last_end, length - ex.max_length + 1) if g[-1] in ex.inner else length
+        for start in range(first, length):
             tail = tuple(g[start:])
             t = len(tail)
             options = [(variant, j) for variant, j in ex.by_prefix.get(tail, ()) if remaining[j] > 0]
@@ -614,19 +718,19 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                     for variant, j in options
                     if budget is None or len(variant) - t + need - ex.min_lengths[j] <= budget
                 ]
-                return fitting or [variant[t] for variant, _ in options], banned
+                return fitting or [variant[t] for variant, _ in options], parts, banned, starts
         if tight:
-            banned_set = set(banned)
-            starts = [
+            banned_set = set(banned).union(*(ex.components[p] for p in parts))
+            starts_now = [
                 (variant[0], startable[j] and variant[0] not in banned_set)
                 for j, variants in enumerate(ex.variants)
                 if remaining[j] > 0
                 for variant in variants
                 if len(variant) + need - ex.min_lengths[j] <= max(budget, need)
             ]
-            fine = [t for t, ok in starts if ok]
+            fine = [t for t, ok in starts_now if ok]
             if fine:
-                return fine, banned
+                return fine, parts, banned, starts
             if budget > need:
                 # One token to spare before the next span must start: a space keeps it apart (the model's own free
                 # choice could leave it glued to the text before it again).
@@ -635,12 +739,63 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                     remaining[j] > 0 and ex.starts_cleanly(j, g + [sep], length + 1, last_end, last_span)
                     for j in range(len(remaining))
                 ):
-                    return [sep], banned
-                return None, banned  # a free step (bans kept): the spans fit after it
+                    return [sep], parts, banned, starts
+                return None, parts, banned, starts  # a free step (bans kept): the spans fit after it
             # No room left to keep the next span apart from the text before it: it may read differently (the check
             # after generation warns if the output lacks it).
-            return [t for t, _ in starts], banned
-        return None, banned
+            return [t for t, _ in starts_now], parts, banned, starts
+        return None, parts, banned, starts
+
+    def _decide(
+        self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], budget: int | None, scores: torch.Tensor,
+        states: dict,
+    ) -> tuple[torch.Tensor, list[int] | None, list[int]] | None:
+        """What row `g` gets, or None when it is left alone: (its (V,) ceiling (see `_ceiling`), the tokens it must
+        choose among or None when it is only banned some, the span starts a banned row falls back on)."""
+        state = self._state(index, ex, g, key, states)
+        if state is None:
+            return None
+        width = scores.shape[-1]
+        allowed, parts, banned, starts = self._rules(ex, g, *state, budget)
+        if allowed is not None:
+            allowed = [t for t in allowed if t < width]
+            if not allowed:
+                return None
+            banned_set = set(banned)
+            kept = [t for t in allowed if t not in banned_set and not any(t in ex.components[p] for p in parts)]
+            kept = kept or allowed
+            return self._ceiling(ex, (None, None, tuple(sorted(set(kept)))), scores), kept, []
+        ceiling = self._ceiling(ex, (index, tuple(sorted(parts)), tuple(sorted(set(banned)))), scores)
+        return None if ceiling is None else (ceiling, None, [t for t in starts if t < width])
+
+    def _ceiling(self, ex: _Example, key: tuple, scores: torch.Tensor) -> torch.Tensor | None:
+        """The (V,) ceiling of a row's decision, built once per decision: `torch.minimum(scores, ceiling)` applies
+        it (float ops: masked_fill and bool reductions are ten times slower on CPU). `key` is `(example, ban
+        components, banned ids)`: +inf but -inf at the banned ids below V (None when there is none), or `(None,
+        None, allowed ids)`: -inf but +inf at the allowed ids."""
+        cache_key = (key, scores.shape[-1], scores.dtype, scores.device)
+        if cache_key not in self._ceilings:
+            index, parts, ids = key
+            ids = [t for t in ids if 0 <= t < scores.shape[-1]]
+            if parts is None:
+                ceiling = _filled(scores, -float("inf"), ids, float("inf"))
+            else:  # the components' own ceilings (large sets, built once each) and the few single ids
+                components = [c for c in (self._component(ex, index, p, scores) for p in parts) if c is not None]
+                ceiling = None
+                if components or ids:
+                    ceiling = _filled(scores, float("inf"), ids, -float("inf"))
+                    for component in components:
+                        torch.minimum(ceiling, component, out=ceiling)
+            self._ceilings[cache_key] = ceiling
+        return self._ceilings[cache_key]
+
+    def _component(self, ex: _Example, index: int, part: int, scores: torch.Tensor) -> torch.Tensor | None:
+        """The (V,) ceiling of ban component `part` of example `index` alone (None when it bans nothing below V)."""
+        cache_key = ("component", index, part, scores.shape[-1], scores.dtype, scores.device)
+        if cache_key not in self._ceilings:
+            ids = [t for t in ex.components[part] if 0 <= t < scores.shape[-1]]
+            self._ceilings[cache_key] = _filled(scores, float("inf"), ids, -float("inf")) if ids else None
+        return self._ceilings[cache_key]
 
     def warn_missing(self, sequences: Any) -> None:
         """After generation: warn, naming them, when returned sequences lack spans (the length limit cut them)."""
@@ -668,58 +823,61 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         # input_ids: (rows, L) with rows = examples * (num_beams or num_return_sequences); scores: (rows, V)
         rows, width = scores.shape
+        device = scores.device
         per_example = max(rows // max(len(self.examples), 1), 1)
         budget = self._budget(input_ids.shape[1])
-        sequences = input_ids.tolist()
-        forced_rows, forced_tokens, ban_rows, ban_tokens = [], [], [], []
-        starts: dict[int, list[int]] = {}  # per banned row: the span starts to fall back on
-        for row, g in enumerate(sequences):
-            ex = self.examples[min(row // per_example, len(self.examples) - 1)]
-            if not ex or not self._eos_set.isdisjoint(g[1:]):
-                continue  # nothing protected, or the row already ended (greedy/sampling keep padding it)
-            allowed, banned = self._row(ex, g, budget)
+        states: dict[tuple[int, tuple[int, ...]], tuple] = {}
+        decisions: dict[tuple[int, tuple[int, ...]], Any] = {}  # beams that share their ids share the decision
+        free = ("free", width, scores.dtype, device)  # the ceiling of a row left alone: (V,) all +inf
+        if free not in self._ceilings:
+            self._ceilings[free] = _filled(scores, float("inf"), [], None)
+        ceilings = [self._ceilings[free]] * rows
+        forced: dict[int, list[int]] = {}  # row -> the tokens it must choose among
+        fallback: dict[int, list[int]] = {}  # banned row -> the span starts to fall back on
+        for row, g in enumerate(input_ids.tolist()):
+            index = min(row // per_example, len(self.examples) - 1)
+            ex = self.examples[index]
+            if not ex:
+                continue  # nothing protected in this example: left alone entirely
+            key = tuple(g)
+            if (index, key) not in decisions:
+                decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states)
+            decision = decisions[(index, key)]
+            if decision is None:
+                continue
+            ceilings[row], allowed, starts = decision
             if allowed is not None:
-                allowed = [t for t in allowed if t < width]
-                kept = [t for t in allowed if t not in set(banned)] or allowed
-                forced_rows += [row] * len(kept)
-                forced_tokens += kept
-            elif banned:
-                banned = [t for t in banned if t < width]
-                ban_rows += [row] * len(banned)
-                ban_tokens += banned
-                starts[row] = [t for t in self._starts if t < width]
-        if not forced_rows and not ban_rows:
+                forced[row] = allowed
+            else:
+                fallback[row] = starts
+        self._states = states
+        if not forced and not fallback:
             return scores
-        scores = scores.clone()
-        if ban_rows:
-            banned_rows = sorted(set(ban_rows))
-            rows_t = torch.tensor(banned_rows, device=scores.device)
-            before = scores[rows_t]  # (n, V): what the bans alone must not empty
-            scores[torch.tensor(ban_rows, device=scores.device), torch.tensor(ban_tokens, device=scores.device)] = (
-                -float("inf")
-            )
-            empty = torch.isinf(scores[rows_t]).all(-1).tolist()  # (n,)
-            for index, row in enumerate(banned_rows):
-                if not empty[index]:
-                    continue
-                if starts.get(row):  # spans remain: start one rather than end (an earlier processor kept EOS alone)
-                    forced_rows += [row] * len(starts[row])
-                    forced_tokens += starts[row]
+        # The rows' ceilings go into one buffer kept across steps: a new (rows, V) tensor each step costs more in
+        # page faults (glibc maps every large allocation afresh) than the copy itself.
+        buffer = self._buffer
+        if buffer is None or buffer.shape != scores.shape or buffer.dtype != scores.dtype or buffer.device != device:
+            self._buffer = torch.empty_like(scores)
+        out = torch.minimum(scores, torch.stack(ceilings, out=self._buffer))  # (rows, V)
+        for row, top in enumerate(out.amax(-1).tolist()):
+            if top != -float("inf"):
+                continue
+            if row in forced:  # an earlier processor removed every allowed token (forced EOS, n-grams): the rule wins
+                out[row, forced[row]] = 0.0
+            elif row in fallback:  # the bans left the row no token
+                if fallback[row]:  # spans remain: start one rather than end (an earlier processor kept EOS alone)
+                    out[row, fallback[row]] = 0.0
                 else:
-                    scores[row] = before[index]
-        if forced_rows:
-            row_t = torch.tensor(forced_rows, device=scores.device)
-            token_t = torch.tensor(forced_tokens, device=scores.device)
-            allow = torch.zeros(rows, width, dtype=torch.bool, device=scores.device)
-            allow[row_t, token_t] = True
-            touched = torch.zeros(rows, dtype=torch.bool, device=scores.device)
-            touched[row_t] = True
-            masked = scores.masked_fill(~allow, -float("inf"))
-            # An earlier processor removed every allowed token (forced EOS, no-repeat n-grams): the rule wins.
-            lost = touched & torch.isinf(masked).all(-1) & allow.any(-1)
-            masked = torch.where(lost.unsqueeze(-1) & allow, torch.zeros_like(masked), masked)
-            scores = torch.where(touched.unsqueeze(-1), masked, scores)
-        return scores
+                    out[row] = scores[row]
+        return out
+
+
+def _filled(scores: torch.Tensor, fill: float, ids: list[int], value: float | None) -> torch.Tensor:
+    """A (V,) tensor like a row of `scores` (V,): `fill` everywhere, `value` at `ids`."""
+    row = torch.full(scores.shape[-1:], fill, dtype=scores.dtype, device=scores.device)
+    if ids:
+        row[torch.tensor(ids, device=scores.device)] = value
+    return row
 
 
 def _protection_processors(

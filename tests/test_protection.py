@@ -17,6 +17,7 @@ from transformers import BartConfig, BartForConditionalGeneration, LogitsProcess
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
 from hf_pgen.metrics import extract_placeholders
+from hf_pgen.placeholders import placeholder_spans
 from hf_pgen.protection_pointer_generator import ProtectedSpansLogitsProcessor, find_protected_spans
 from testing_utils import corpus_texts, tiny_base
 
@@ -29,8 +30,8 @@ OOV_WORDS = ["Nakamura-Øresund", "Zyxwvut", "Dvořák", "🗑️"]
 def tokenizer():
     from training.tokenizer import train_shared_tokenizer
 
-    # The placeholders' own pieces are in the vocabulary (as in a real one); their names may still be unknown.
-    texts = corpus_texts("train", limit=2000) + [" ".join(PLACEHOLDERS)] * 5
+    # The placeholders are in the vocabulary (as in a real one), and so is a bare "%" ("50 % off").
+    texts = corpus_texts("train", limit=2000) + [" ".join(PLACEHOLDERS)] * 5 + ["50 % off"] * 5
     return train_shared_tokenizer(texts, "wordlevel", vocab_size=300)
 
 
@@ -247,13 +248,15 @@ def test_a_placeholder_never_merges_with_the_text_around_it(tokenizer):
     processor = PointerGeneratorProcessor.from_model(model, tokenizer)
     sources = ["Page %1 of %2", "%(count)d"]
     batch = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
+    biased = tokenizer.convert_tokens_to_ids(["s", "%"])
+    assert tokenizer.unk_token_id not in biased
     with torch.no_grad():
-        for token in ("s", "%"):
-            model.base.final_logits_bias[0, tokenizer.convert_tokens_to_ids(token)] = 30.0
+        model.base.final_logits_bias[0, biased] = 30.0
     for settings in SETTINGS[:3]:
         torch.manual_seed(0)
         outputs = processor.batch_decode(model.generate(**batch, max_new_tokens=16, **settings), batch)
         assert any("%1" in output for output in outputs)
+        assert any(o.count("%") > sum(p.count("%") for p in extract_placeholders(o)) for o in outputs)  # a bare "%"
         _check_placeholders(sources, outputs)
 
 
@@ -301,5 +304,144 @@ def test_bad_input_gives_clear_errors_and_warnings(copier):
     with pytest.warns(UserWarning, match="cut off by truncation"):
         processor(["Open the window and then %s"], protect="placeholders", max_length=4)
     batch = processor(["Delete %(count)d and %(name)s"], return_tensors="pt", protect="placeholders")
+    need = sum(min(map(len, span["sequences"])) for span in batch["protected_spans"][0]["spans"])
     with pytest.warns(UserWarning, match="too few tokens"):
-        model.generate(**batch, max_new_tokens=4)
+        model.generate(**batch, max_new_tokens=need - 1)
+
+
+# -- the fast paths are the rules: each checked against the plain computation it replaces ----------------------------
+def _grammar_texts(n: int = 20000) -> list[str]:
+    """Corpus messages and random strings of placeholder pieces (near misses and glued placeholders included)."""
+    rng = random.Random(0)
+    pieces = list("%{}<>$#()/:.,;!? abdsxhtpfw019_-=\"'\n") + ["http://", "https://", "ftp://", "www.", "{0}", "%(n)s",
+                                                               "{n, plural, one {", "<b>", "</a>", "${X}", "%1$s", "%%"]
+    texts = corpus_texts("test", limit=300) + PLACEHOLDERS
+    return texts + ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12))) for _ in range(n)]
+
+
+def test_the_grammar_scan_finds_what_the_plain_pattern_finds():
+    """placeholder_spans skips texts without marks and positions no placeholder can start at: the same matches."""
+    from hf_pgen import placeholders as grammar
+
+    for text in _grammar_texts():
+        plain = [m.span() for m in grammar.PLACEHOLDER_PATTERN.finditer(text)]
+        assert [m.span() for m in grammar._SCAN_PATTERN.finditer(text)] == plain, text
+        if not any(mark in text for mark in grammar._MARKS):
+            assert plain == [] and grammar._ICU_COMPLEX_HEAD.search(text) is None, text
+        first = next((end for start, end in grammar.placeholder_spans(text) if start == 0), None)
+        assert grammar._placeholder_end_at_start(text) == first, text
+
+
+def test_tokens_that_must_not_follow_a_placeholder_are_the_grammars(tokenizer):
+    """One check (with "x" after the token) finds what the two checks of the rule find, for every token."""
+    from hf_pgen.protection_pointer_generator import _changes, _context_texts, _not_after
+
+    cache = {}
+    texts = _context_texts(tokenizer, cache)
+    for span in PLACEHOLDERS + ["%1$s", "www.x.de", "{n, plural,", "%(count)5.2f"]:
+        n = len(span)
+        expected = [i for i, text in enumerate(texts) if text and not text[0].isspace()
+                    and ((0, n) not in placeholder_spans(span + text)
+                         or (0, n) not in placeholder_spans(span + text + "x"))]
+        assert _not_after(span, tokenizer, cache) == expected, span
+        for text in texts:  # and for copies, which may start with anything
+            assert _changes(span, text) == ((0, n) not in placeholder_spans(span + text)
+                                            or (0, n) not in placeholder_spans(span + text + "x")), (span, text)
+    assert _not_after("%1", tokenizer, cache) and _not_after("https://example.com/a", tokenizer, cache)
+
+
+def test_a_text_without_marks_never_swallows_a_placeholder(tokenizer):
+    """The shortcut of the neighbour rule: after a text holding none of "%{<$#", "://", "www.", every placeholder
+    reads as itself (the grammar is asked only after the others)."""
+    from hf_pgen.protection_pointer_generator import _SWALLOWING, _context_texts
+
+    rng = random.Random(1)
+    pieces = [t for t in _context_texts(tokenizer, {}) if t and not any(m in t for m in _SWALLOWING)]
+    pieces += list("()[]/:.,;!?-_=\"'\n htpfw")
+    checked = 0
+    for _ in range(3000):
+        context = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 8)))
+        if any(mark in context for mark in _SWALLOWING):
+            continue
+        for span in PLACEHOLDERS + ["www.x.de", "{n, plural,"]:
+            assert (len(context), len(context) + len(span)) in placeholder_spans(context + span), (context, span)
+            checked += 1
+    assert checked > 10000
+
+
+def test_each_rows_state_is_its_full_scan_whatever_the_parent_order(copier):
+    """The incremental scan (a row carries its parent's state one token on, parents looked up by their ids) gives
+    what scanning the whole row gives, through beam-like reordering, forks and rows never seen before."""
+    model, processor = copier
+    batch = processor(["Delete %(count)d of {name} %s %s", "Open <b>%(name)s</b> now"], padding=True,
+                      return_tensors="pt", protect="placeholders")
+    protection = ProtectedSpansLogitsProcessor(batch["protected_spans"], eos_token_id=processor.tokenizer.eos_token_id)
+    rng = random.Random(0)
+    for index, ex in enumerate(protection.examples):
+        tokens = sorted({t for vs in ex.variants for v in vs for t in v}) + [5, 6, 7]
+        rows = [[2]] * 4
+        for _ in range(30):
+            states = {}
+            for g in rows:
+                key = tuple(g)
+                state = protection._state(index, ex, g, key, states)
+                assert state == ex.scan(g), g
+            protection._states = states
+            parents = [rng.choice(rows) for _ in rows]  # beams reorder and fork; sometimes a row comes from nowhere
+            rows = [p + [rng.choice(tokens)] if rng.random() > 0.05 else p + [9, rng.choice(tokens)] for p in parents]
+
+
+def test_the_vocabulary_is_read_once_per_processor(copier, monkeypatch):
+    from hf_pgen import protection_pointer_generator as protection
+
+    model, processor = copier
+    processor = PointerGeneratorProcessor.from_model(model, processor.tokenizer)  # a fresh cache
+    reads = []
+    decode_each = protection._decode_each
+    monkeypatch.setattr(protection, "_decode_each", lambda tok, seqs: reads.append(len(seqs)) or decode_each(tok, seqs))
+    processor(["Delete %(count)d files from {name}?"], protect="placeholders")
+    assert reads == [len(processor.tokenizer)] * 2  # each id alone, and after a word
+    processor(["Open %s and https://example.com/a"], protect="placeholders")
+    processor(["Close the window"], protect=["window"])
+    assert len(reads) == 2
+
+
+def test_a_copy_after_a_full_stop_keeps_the_sources_spacing(copier):
+    """"file.Zyxwvut" (an out-of-vocabulary word right after ".") comes out byte for byte, as often as in the
+    source; "Done. Zyxwvut" keeps its space."""
+    model, processor = copier
+    sources = ["Open file.Zyxwvut now", "Done. Zyxwvut is open"]
+    for protect in (["file.Zyxwvut"], ["Done. Zyxwvut"]):
+        batch = processor(sources, padding=True, return_tensors="pt", protect=protect)
+        for settings in SETTINGS[:3]:
+            torch.manual_seed(0)
+            outputs = processor.batch_decode(model.generate(**batch, max_new_tokens=24, **settings), batch)
+            k = len(outputs) // len(sources)
+            for row, output in enumerate(outputs):
+                for literal in protect:
+                    assert output.count(literal) == sources[row // k].count(literal), (literal, output)
+
+
+def test_a_lone_space_token_keeps_a_span_apart_when_the_budget_is_tight(tokenizer):
+    """"▁" decodes to nothing alone (a decoder drops a leading space) but reads as a space after a word: the token the
+    budget rule puts before a span that would otherwise be swallowed ("$" + "{name}" reads as "${name}")."""
+    from hf_pgen.protection_pointer_generator import _context_texts, _separator, _vocabulary_texts
+
+    cache = {}
+    space = tokenizer.convert_tokens_to_ids("▁")
+    assert _vocabulary_texts(tokenizer, cache)[space] == "" and _context_texts(tokenizer, cache)[space] == " "
+    assert _separator(tokenizer, cache) == space
+    assert all(_context_texts(tokenizer, cache)[i] == "" for i in tokenizer.all_special_ids)
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        _bart(tokenizer, 4), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
+    ).eval()
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    with torch.no_grad():
+        model.base.final_logits_bias[0, tokenizer.convert_tokens_to_ids("$")] = 30.0  # "$" at every free step
+    sources = ["Open {name} now", "Delete {0} and {name}"]
+    batch = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
+    for settings in SETTINGS[:3]:
+        torch.manual_seed(0)
+        outputs = processor.batch_decode(model.generate(**batch, max_new_tokens=8, **settings), batch)
+        assert any("$" in output for output in outputs)
+        _check_placeholders(sources, outputs)
