@@ -15,7 +15,8 @@ SentencePiece's own piece offsets, and the ids are always the tokenizer's own (`
 What an OOV word's text is: the source characters its unknown token covers, without the whitespace a
 pre-tokenizer folded into it (Metaspace turns " Zyxwvut" into "▁Zyxwvut"), and with the combining marks /
 Hangul jamo that a normalizer composed into it (a decomposed "u" + U+0308 under an NFC normalizer), so a copy is the
-source's text byte for byte.
+source's text byte for byte. Each entry also remembers whether the source had a space before it, per character it
+followed (for tokenizers whose unknown token swallows the space, see :func:`decode_with_oovs`).
 
 This file is saved next to the model as remote code: it imports only the standard library,
 ``torch`` and ``transformers``.
@@ -165,6 +166,36 @@ def _match_key(surface: str) -> str:
     return unicodedata.normalize("NFC", surface)
 
 
+class _SourceWord(str):
+    """An OOV table entry: the copied word's source text (all that readers of the table see: a str) and how the
+    source spaced it: ``spaced_after[c]`` tells whether whitespace stood between the word and the character ``c``
+    before it, where the source has the word after ``c`` (None where its occurrences there disagree).
+
+    A word-level unknown token swallows the "▁" it starts with, so the ids alone cannot say whether "3" in "v2.3"
+    followed the "." with a space; the decoder asks this. A table that lost it (through JSON or Arrow) decodes by
+    the output's context alone.
+    """
+
+    spaced_after: dict[str, bool | None]
+
+    def __new__(cls, text: str) -> _SourceWord:
+        word = super().__new__(cls, text)
+        word.spaced_after = {}
+        return word
+
+    def note(self, text: str, start: int) -> None:
+        """Record the occurrence of the word in ``text`` whose token starts at ``start`` (whitespace folded in)."""
+        while start < len(text) and text[start].isspace():
+            start += 1
+        before = start
+        while before > 0 and text[before - 1].isspace():
+            before -= 1
+        if before > 0:  # at the start of the text there is nothing to follow
+            spaced = before < start
+            if self.spaced_after.setdefault(text[before - 1], spaced) != spaced:
+                self.spaced_after[text[before - 1]] = None
+
+
 def _extend_row(
     ids: list[int],
     offsets: Sequence[tuple[int, int]] | None,
@@ -199,7 +230,9 @@ def _extend_row(
             if not grow:
                 continue
             slot = table[key] = len(surfaces)
-            surfaces.append(surface)
+            surfaces.append(_SourceWord(surface))
+        if grow:
+            surfaces[slot].note(text, offsets[i][0])
         out[i] = vocab_size + slot
     return out
 
@@ -577,9 +610,11 @@ def decode_with_oovs(
         - SentencePiece-style (Unigram/BPE with Metaspace, Marian, M2M100): like any piece, the copy
           is glued to what precedes it unless a ``▁`` token precedes it ("Stra" + "ß" + "e").
         - word-level / WordPiece with a Metaspace pre-tokenizer (one unknown token swallows the ``▁``, so
-          one slot serves "open Zyxwvut" and "%(Zyxwvut)s"): the copy starts a new word at the start, after
-          a letter or digit, after ``. , ; : ! ?`` and closing brackets / quotes, and is glued after opening
-          brackets and quotes, ``_ - / % < >`` and line breaks (inside ``%(name)s``, ``{count}``,
+          one slot serves "open Zyxwvut" and "%(Zyxwvut)s"): after a character that it followed in the
+          source, the copy is spaced as it was there ("v2.3" stays "v2.3", "Done. Zyxwvut" keeps its space;
+          the table from :func:`encode_with_oovs` records it). Elsewhere it starts a new word at the start,
+          after a letter or digit, after ``. , ; : ! ?`` and closing brackets / quotes, and is glued after
+          opening brackets and quotes, ``_ - / % < >`` and line breaks (inside ``%(name)s``, ``{count}``,
           ``<b>name</b>``); a copied ``. , ) ...`` is glued to what precedes it. On real messages this
           gives the source's spacing back for 98% of the sentences with a copy.
         - BERT-style WordPiece: a copy is a word (spaced) and gets the decoder's punctuation cleanup.
@@ -738,6 +773,9 @@ def _copy_starts_word(texts: list[str], i: int, marker: str, punctuation_apart: 
     last = texts[i - 1][-1]
     if last == marker or last.isspace():
         return False  # the space is already there ("▁" token, line break)
+    spaced = getattr(texts[i], "spaced_after", {}).get(last)
+    if spaced is not None:
+        return spaced  # after the same character as in the source: its spacing ("v2.3" has no space after ".")
     if last.isalnum() or unicodedata.category(last)[0] == "M":
         return True
     if last in _SYMMETRIC_QUOTES and len(texts[i - 1]) == 1:

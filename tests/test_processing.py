@@ -73,7 +73,7 @@ def test_batch_decode_repeats_each_table_for_its_rows(tokenizer, model):
     batch = processor(["the Zyxwvut", "the Qwzxy"], return_tensors="pt")
     assert batch["oov_words"] == [["Zyxwvut"], ["Qwzxy"]]
     V = processor.vocab_size
-    the = tokenizer.convert_tokens_to_ids("the")
+    the = tokenizer.convert_tokens_to_ids("▁the")  # Metaspace: a word after a space (or first) carries "▁"
     ids = torch.tensor([[the, V], [V, the], [the, V], [V, the]])  # slot 0 in every row
     assert processor.batch_decode(ids, batch) == ["the Zyxwvut", "Zyxwvut the", "the Qwzxy", "Qwzxy the"]
     # one un-batched example's table (a single string encoded without return_tensors)

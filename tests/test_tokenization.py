@@ -761,3 +761,29 @@ def test_no_decoder_tokenizer_keeps_copied_words_whole(toks):
     assert "🗑️" in enc["oov_words"] and "👍🏽" in enc["oov_words"] and "\ufe0f" not in enc["oov_words"]
     assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text
     assert decode_with_oovs(tok, enc["labels"], enc["oov_words"], vocab_size=V) == text
+
+
+@pytest.mark.parametrize("family", METASPACE_WORD_FAMILIES)
+def test_metaspace_copy_after_a_full_stop_keeps_the_sources_spacing(family):
+    """The unknown token swallows the "▁", so the ids cannot say whether "v2.W" had a space after the ".": the table
+    remembers how the source spaced the word, per character it followed ("file.W" came back as "file. W", so
+    "v2.3" with "3" unknown as "v2. 3")."""
+    import pickle
+
+    tok = _build(family)
+    word, _ = OOV_PAIRS[family]
+    V = len(tok)
+    for text in (f"the file.{word} is the file", f"the file. {word} is the file"):
+        enc = encode_with_oovs(tok, text, vocab_size=V)
+        assert enc["oov_words"] == [word]
+        assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text
+    # Elsewhere the output's context decides (the source had the word after ".", the output after "the")
+    the = tok.convert_tokens_to_ids("▁the")
+    assert decode_with_oovs(tok, [the, V], enc["oov_words"], vocab_size=V) == f"the {word}"
+    # A table that lost it (JSON, Arrow: plain strings) decodes by the context alone: a space after "."
+    glued = encode_with_oovs(tok, f"the file.{word} is the file", vocab_size=V)
+    plain = json.loads(json.dumps(glued["oov_words"]))
+    assert decode_with_oovs(tok, glued["extended_input_ids"], plain, vocab_size=V) == f"the file. {word} is the file"
+    # ... and keeps it through pickling (DataLoader workers)
+    kept = pickle.loads(pickle.dumps(glued["oov_words"]))
+    assert decode_with_oovs(tok, glued["extended_input_ids"], kept, vocab_size=V) == f"the file.{word} is the file"
