@@ -1030,7 +1030,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 output_pointer=True, use_cache=False, return_dict=True,
             )
             chosen = generated[part]  # (r, G)
-            log_p = out.logits[:, steps].float().log_softmax(-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
+            log_p = out.logits[:, steps].gather(-1, chosen.unsqueeze(-1)).squeeze(-1).float()  # (r, G)
+            if self.config.force_p_gen == 1.0:  # the base's raw logits: normalise the chosen entries only
+                log_p = log_p - out.logits[:, steps].float().logsumexp(-1)
             switch = out.p_gen[:, steps].float()  # (r, G)
             pointer = out.pointer_attentions[:, steps].float()  # (r, G, S)
             copy_mass = (pointer * (source[part].unsqueeze(1) == chosen.unsqueeze(-1))).sum(-1)  # (r, G)
