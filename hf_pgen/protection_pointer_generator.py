@@ -42,17 +42,21 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   and when `R <= need + slack` (`slack`: for placeholders, one token per remaining span, see *Neighbours*; else 0)
   the hypothesis must start a span that reads cleanly there, or, when none does, take one space token (`"▁"`/`"Ġ"`)
   to keep the next one apart; at `R == need` it starts one regardless.
-- *End*: EOS is forbidden while a span remains.
+- *End*: EOS is forbidden while a span remains; when EOS is the row's highest-scoring token, the row starts a span
+  there (the model chooses which) instead of wandering on through text it did not want.
 - *Exhausted*: a span emitted as often as the source holds it cannot be emitted again: the token that would complete
   one of its variants is forbidden, and so are tokens whose text starts with that token's text ("sa" for "s").
 - *Neighbours* (`protect="placeholders"`): the decoded text must read as the same placeholders, so right after a
   span, tokens (and copies) with which the grammar would read it differently are forbidden ("%1" + "s" is "%1s", a
   URL goes on through "/"), and a span may not start where the text generated since the last span would swallow it
   ("%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a longer URL).
-- *Invented placeholders* (`protect="placeholders"`): every vocabulary token whose own text holds a placeholder (per
-  `hf_pgen.placeholders`) is forbidden unless it is a token of one of the example's own spans: no single token can
-  invent a placeholder. A placeholder the source lacks spelled over several tokens (`{` `foo` `}`) is *not*
-  prevented. An example without spans is left alone entirely (protection changes nothing there).
+- *Invented placeholders* (`protect="placeholders"`, sources without placeholders included): every vocabulary token
+  whose own text holds a placeholder (per `hf_pgen.placeholders`) is forbidden unless it is a token of one of the
+  example's own spans, and so is every token (or copy) that would complete a placeholder begun in the free text
+  since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`): outside its spans the decoded text holds
+  no placeholder at all. The heads where one may have begun are few and short (`_live_heads`), and the tokens that
+  complete each are looked up once per head text. With a regex, literals or `"oov"`, an example without spans is
+  left alone entirely.
 - Nothing else is forced. When a processor that runs before this one (forced EOS, no-repeat n-grams, the caller's
   own; generate() runs the sampling warpers after it) has removed every token a rule allows, the rule wins (its
   tokens get score 0), and a row its bans would leave with no token starts a span (or keeps its scores).
@@ -334,6 +338,23 @@ def _separator(tokenizer: Any, cache: dict[str, Any]) -> int | None:
     return cache["separator"]
 
 
+def _completers(tokenizer: Any, cache: dict[str, Any]) -> dict[str, list[int]]:
+    """Per kind of placeholder head (see `_live_heads`), the ids that could complete a placeholder begun before them:
+    none of the grammar's placeholders holds whitespace after "%", "$", "#" or in a URL, brace fields and ICU
+    arguments end with "}" (an ICU head with ","), tags with ">", and a URL scheme goes on only through ":", "/" or
+    ".". Any other id is never one that completes a head of that kind, so only these are tried."""
+    if "completers" not in cache:
+        texts = _context_texts(tokenizer, cache)
+        glued = [i for i, text in enumerate(texts) if text and not text[0].isspace()]
+        cache["completers"] = {
+            "glued": glued,
+            "brace": [i for i, text in enumerate(texts) if "}" in text or "," in text],
+            "angle": [i for i, text in enumerate(texts) if ">" in text],
+            "scheme": [i for i in glued if any(c in texts[i] for c in ":/.")],
+        }
+    return cache["completers"]
+
+
 def _protected_spans_for_batch(
     tokenizer: Any,
     texts: Sequence[str],
@@ -415,7 +436,8 @@ def _protected_spans_for_batch(
         result = {"spans": spans, "forbidden_ids": forbidden}
         if mode == "placeholders":  # what the grammar needs to see the text before a span (shared lists)
             result.update(context_texts=_context_texts(tokenizer, cache), oov_words=list(oov_words),
-                          vocab_size=vocab_size, separator=_separator(tokenizer, cache))
+                          vocab_size=vocab_size, separator=_separator(tokenizer, cache),
+                          completers=_completers(tokenizer, cache), inventions=cache.setdefault("inventions", {}))
         results.append(result)
     if isinstance(mode, tuple):
         missing = [literal for literal in mode if literal not in found_literals]
@@ -434,6 +456,56 @@ def _protected_spans_for_batch(
 # whose "://" or "www." is in that text (no placeholder starts with the rest of one): after a text with none of these
 # every span reads as itself, which spares the grammar's scan on most steps.
 _SWALLOWING = ("%", "{", "<", "$", "#", "://", "www.")
+
+
+_URL_START = re.compile(r"(?:https?|ftp)://|www\.")
+_URL_PREFIXES = ("https://", "http://", "ftp://", "www.")
+_WINDOW = 32  # tokens looked back for a placeholder begun in free text (the grammar's are short; URLs end at a space)
+
+
+def _live_heads(tail: str) -> list[tuple[str, str]]:
+    """(head, kind) for each suffix of `tail` (free text generated since the last span) where a placeholder of the
+    grammar may have begun and more text could still complete it: at "%", "$", "#", "{", "<", at a URL's scheme or
+    "www.", and a URL scheme still being spelled at the end ("htt"). A head is dropped only where the grammar rules
+    it out (whitespace after "%", "$", "#" or in a URL; "<" not followed by a name or "/"), so none is missed."""
+    heads = []
+    if any(mark in tail for mark in "%{<$#"):
+        escaped = -1  # the second "%" of an escaped "%%" (paired left to right, as the grammar reads them)
+        for p, char in enumerate(tail):
+            if char not in "%{<$#" or p == escaped:
+                continue
+            head = tail[p:]
+            if head.startswith("%%"):
+                escaped = p + 1
+                continue
+            if char in "%$#":
+                if any(c.isspace() for c in head) or (char != "%" and len(head) > 1 and head[1] != "{"):
+                    continue
+                heads.append((head, "glued" if char == "%" else "brace"))
+            elif char == "{":
+                if len(head) <= 100 and "\n" not in head:  # ICU / {{ }} fields may hold spaces, not lines
+                    heads.append((head, "brace"))
+            elif len(head) == 1 or head[1].isalnum() or (head[1] == "/" and (len(head) == 2 or head[2].isalnum())):
+                if len(head) <= 200 and (">" not in head or '"' in head or "'" in head):  # a quoted value may hold ">"
+                    heads.append((head, "angle"))
+    if "/" in tail or "w" in tail:
+        for match in _URL_START.finditer(tail):
+            head = tail[match.start():]
+            if not any(c.isspace() for c in head):
+                heads.append((head, "glued"))
+    for k in range(min(len(tail), 7), 0, -1):  # the longest end of `tail` that starts a scheme: "h" + "ttps://x"
+        end = tail[-k:]
+        if any(prefix.startswith(end) and prefix != end for prefix in _URL_PREFIXES):
+            heads.append((end, "scheme"))
+            break
+    return heads
+
+
+def _completes(head: str, text: str) -> bool:
+    """Whether `text` after `head` completes a placeholder that begins in `head` (one that `text` holds alone is the
+    single-token rule's)."""
+    n = len(head)
+    return any(start < n < end for start, end in placeholder_spans(head + text))
 
 
 class _Example:
@@ -478,11 +550,14 @@ class _Example:
                 for t in range(1, len(variant)):
                     self.by_prefix.setdefault(variant[:t], []).append((variant, j))
         self._clean: list[dict[str, bool]] = [{} for _ in self.texts]  # per span: text before -> starts cleanly
-        self.context_texts: list[str] | None = entry.get("context_texts") if self.texts else None
+        # protect="placeholders" (even without spans: no placeholder the source lacks may come out)
+        self.context_texts: list[str] | None = entry.get("context_texts")
         self.oov_words: list[str] = list(entry.get("oov_words") or ())
         self.vocab_size = int(entry.get("vocab_size") or 0)  # where copy ids start
         self.has_neighbours = self.context_texts is not None
         self.separator: int | None = entry.get("separator") if self.has_neighbours else None  # see _separator
+        self.completers: dict[str, list[int]] = entry.get("completers") or {}  # see _completers
+        self._copy_inventions: dict[str, list[int]] = {}  # head -> this example's copies that complete it
         own_tokens = {t for vs in self.variants for v in vs for t in v}
         forbidden = frozenset(t for t in entry.get("forbidden_ids", ()) if t not in own_tokens)
         # What a row's bans are made of, besides a few single tokens: component 0 is the forbidden ids, 1 + 2j span
@@ -492,7 +567,26 @@ class _Example:
             self.components += [extensions[j], not_after[j]]
 
     def __bool__(self) -> bool:
-        return bool(self.texts)
+        return bool(self.texts) or self.has_neighbours
+
+    def inventing(self, g: list[int], since: int, inventions: dict[str, list[int]]) -> list[int]:
+        """Ids that would complete a placeholder of the grammar begun in the free text of `g` since position `since`
+        (the end of the last span): `{` `name` + `}`, `%(` `n` + `)s`, `<` `b` + `>` (module docstring, *Invented
+        placeholders*). `inventions` caches the vocabulary's per head text (shared by the examples)."""
+        tail = self.text_of(g[max(since, len(g) - _WINDOW) :])
+        banned: list[int] = []
+        for head, kind in _live_heads(tail):
+            if head not in inventions:
+                texts = self.context_texts
+                inventions[head] = [i for i in self.completers.get(kind, range(len(texts))) if _completes(head, texts[i])]
+            banned += inventions[head]
+            if self.oov_words:
+                if head not in self._copy_inventions:
+                    self._copy_inventions[head] = [
+                        self.vocab_size + slot for slot, word in enumerate(self.oov_words) if _completes(head, word)
+                    ]
+                banned += self._copy_inventions[head]
+        return banned
 
     def advance(
         self, g: list[int], position: int, emitted: list[int], last_end: int, last_span: int | None, stop: int
@@ -623,6 +717,11 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         self._states: dict[tuple[int, tuple[int, ...]], tuple] = {}
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
         self._buffer: torch.Tensor | None = None  # (rows, V): this step's ceilings
+        # head text -> ids completing a placeholder begun there (see _Example.inventing): the processor's cache when
+        # the entries share it (it lives as long as the tokenizer's), else one per processor
+        self._inventions: dict[str, list[int]] = next(
+            (entry["inventions"] for entry in protected_spans if entry and isinstance(entry.get("inventions"), dict)), {}
+        )
 
     def is_active(self) -> bool:
         return any(self.examples)
@@ -658,7 +757,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if ended:  # greedy search and sampling keep padding a finished row
             states[(index, key)] = (position, tuple(emitted), last_end, last_span, True)
             return None
-        final = length - ex.max_length + 1  # positions before it are final
+        final = length - max(ex.max_length, 1) + 1  # positions before it are final
         position, last_end, last_span = ex.advance(g, position, emitted, last_end, last_span, final)
         states[(index, key)] = (position, tuple(emitted), last_end, last_span, False)
         _, last_end, last_span = ex.advance(g, position, emitted, last_end, last_span, length)  # the rest, for now
@@ -748,15 +847,23 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
 
     def _decide(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], budget: int | None, scores: torch.Tensor,
-        states: dict,
+        states: dict, top: int,
     ) -> tuple[torch.Tensor, list[int] | None, list[int]] | None:
         """What row `g` gets, or None when it is left alone: (its (V,) ceiling (see `_ceiling`), the tokens it must
-        choose among or None when it is only banned some, the span starts a banned row falls back on)."""
+        choose among or None when it is only banned some, the span starts a banned row falls back on). `top` is the
+        row's highest-scoring id."""
         state = self._state(index, ex, g, key, states)
         if state is None:
             return None
         width = scores.shape[-1]
         allowed, parts, banned, starts = self._rules(ex, g, *state, budget)
+        if allowed is None and starts and top in self._eos_set:
+            # The model wants to end but spans remain: place one now (the model chooses which) rather than let it
+            # wander on through text it did not want until the budget forces the spans in.
+            banned_set = set(banned).union(*(ex.components[p] for p in parts))
+            allowed = [t for t in starts if t not in banned_set] or None
+        if allowed is None and ex.has_neighbours:
+            banned = banned + ex.inventing(g, state[1], self._inventions)
         if allowed is not None:
             allowed = [t for t in allowed if t < width]
             if not allowed:
@@ -834,6 +941,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         ceilings = [self._ceilings[free]] * rows
         forced: dict[int, list[int]] = {}  # row -> the tokens it must choose among
         fallback: dict[int, list[int]] = {}  # banned row -> the span starts to fall back on
+        tops = scores.argmax(-1).tolist()
         for row, g in enumerate(input_ids.tolist()):
             index = min(row // per_example, len(self.examples) - 1)
             ex = self.examples[index]
@@ -841,7 +949,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 continue  # nothing protected in this example: left alone entirely
             key = tuple(g)
             if (index, key) not in decisions:
-                decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states)
+                decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, tops[row])
             decision = decisions[(index, key)]
             if decision is None:
                 continue
