@@ -460,6 +460,8 @@ _SWALLOWING = ("%", "{", "<", "$", "#", "://", "www.")
 
 _URL_START = re.compile(r"(?:https?|ftp)://|www\.")
 _URL_PREFIXES = ("https://", "http://", "ftp://", "www.")
+_LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
+_SCHEME_STARTS = frozenset(prefix[:k] for prefix in _URL_PREFIXES for k in range(1, len(prefix)))  # "h" ... "https:/"
 _WINDOW = 32  # tokens looked back for a placeholder begun in free text (the grammar's are short; URLs end at a space)
 
 
@@ -469,6 +471,8 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
     "www.", and a URL scheme still being spelled at the end ("htt"). A head is dropped only where the grammar rules
     it out (whitespace after "%", "$", "#" or in a URL; "<" not followed by a name or "/"), so none is missed."""
     heads = []
+    space = _LAST_SPACE.search(tail)
+    word = space.end() if space else 0  # where the last whitespace-free run of `tail` begins
     if any(mark in tail for mark in "%{<$#"):
         escaped = -1  # the second "%" of an escaped "%%" (paired left to right, as the grammar reads them)
         for p, char in enumerate(tail):
@@ -479,7 +483,7 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
                 escaped = p + 1
                 continue
             if char in "%$#":
-                if any(c.isspace() for c in head) or (char != "%" and len(head) > 1 and head[1] != "{"):
+                if p < word or (char != "%" and len(head) > 1 and head[1] != "{"):
                     continue
                 heads.append((head, "glued" if char == "%" else "brace"))
             elif char == "{":
@@ -488,16 +492,14 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
             elif len(head) == 1 or head[1].isalnum() or (head[1] == "/" and (len(head) == 2 or head[2].isalnum())):
                 if len(head) <= 200 and (">" not in head or '"' in head or "'" in head):  # a quoted value may hold ">"
                     heads.append((head, "angle"))
-    if "/" in tail or "w" in tail:
-        for match in _URL_START.finditer(tail):
-            head = tail[match.start():]
-            if not any(c.isspace() for c in head):
-                heads.append((head, "glued"))
-    for k in range(min(len(tail), 7), 0, -1):  # the longest end of `tail` that starts a scheme: "h" + "ttps://x"
-        end = tail[-k:]
-        if any(prefix.startswith(end) and prefix != end for prefix in _URL_PREFIXES):
-            heads.append((end, "scheme"))
-            break
+    if "://" in tail or "www." in tail:
+        for match in _URL_START.finditer(tail, word):
+            heads.append((tail[match.start():], "glued"))
+    if tail and tail[-1] in "hftpsw:/":  # the longest end of `tail` that starts a scheme: "h" + "ttps://x"
+        for k in range(min(len(tail), 7), 0, -1):
+            if tail[-k:] in _SCHEME_STARTS:
+                heads.append((tail[-k:], "scheme"))
+                break
     return heads
 
 
@@ -558,6 +560,7 @@ class _Example:
         self.separator: int | None = entry.get("separator") if self.has_neighbours else None  # see _separator
         self.completers: dict[str, list[int]] = entry.get("completers") or {}  # see _completers
         self._copy_inventions: dict[str, list[int]] = {}  # head -> this example's copies that complete it
+        self._free_memo: tuple[list[int] | None, tuple[int, int], str] = (None, (0, 0), "")  # see free_text
         own_tokens = {t for vs in self.variants for v in vs for t in v}
         forbidden = frozenset(t for t in entry.get("forbidden_ids", ()) if t not in own_tokens)
         # What a row's bans are made of, besides a few single tokens: component 0 is the forbidden ids, 1 + 2j span
@@ -573,7 +576,7 @@ class _Example:
         """Ids that would complete a placeholder of the grammar begun in the free text of `g` since position `since`
         (the end of the last span): `{` `name` + `}`, `%(` `n` + `)s`, `<` `b` + `>` (module docstring, *Invented
         placeholders*). `inventions` caches the vocabulary's per head text (shared by the examples)."""
-        tail = self.text_of(g[max(since, len(g) - _WINDOW) :])
+        tail = self.free_text(g, max(since, len(g) - _WINDOW), len(g))
         banned: list[int] = []
         for head, kind in _live_heads(tail):
             if head not in inventions:
@@ -654,9 +657,17 @@ class _Example:
         """The text that a span starting at `g[start]` follows: what was generated since position `since` (the end
         of the last span `last_span`, whose text counts too), at most 32 tokens back (placeholders are short; URLs
         end at the first space)."""
-        first = max(since, start - 32)
+        first = max(since, start - _WINDOW)
         head = self.texts[last_span] if last_span is not None and first == since else ""
-        return head + self.text_of(g[first:start])
+        return head + self.free_text(g, first, start)
+
+    def free_text(self, g: list[int], first: int, end: int) -> str:
+        """`text_of(g[first:end])`, remembered for the last row asked (the rules and `inventing` both read it)."""
+        row, at, text = self._free_memo  # holds the row itself: a list compared by identity must stay alive
+        if row is not g or at != (first, end):
+            text = self.text_of(g[first:end])
+            self._free_memo = (g, (first, end), text)
+        return text
 
     def reads_cleanly(self, context: str, j: int) -> bool:
         """Whether span `j` reads as itself after `context`: "%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a
@@ -704,6 +715,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         width: int | None = None,
     ):
         self.examples = [_Example(entry or {}, width) for entry in protected_spans]
+        self._has_spans = any(ex.texts for ex in self.examples)
         if isinstance(eos_token_id, int):
             eos_token_id = [eos_token_id]
         self.eos = [int(t) for t in (eos_token_id if eos_token_id is not None else [])]
@@ -716,6 +728,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         # else, so the last step's states serve this step's rows whatever order beam search put them in.
         self._states: dict[tuple[int, tuple[int, ...]], tuple] = {}
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
+        self._ceilings_for: tuple | None = None  # (width, dtype, device) of the scores they were built for
         self._buffer: torch.Tensor | None = None  # (rows, V): this step's ceilings
         # head text -> ids completing a placeholder begun there (see _Example.inventing): the processor's cache when
         # the entries share it (it lives as long as the tokenizer's), else one per processor
@@ -847,17 +860,17 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
 
     def _decide(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], budget: int | None, scores: torch.Tensor,
-        states: dict, top: int,
+        states: dict, wants_end: bool,
     ) -> tuple[torch.Tensor, list[int] | None, list[int]] | None:
         """What row `g` gets, or None when it is left alone: (its (V,) ceiling (see `_ceiling`), the tokens it must
-        choose among or None when it is only banned some, the span starts a banned row falls back on). `top` is the
-        row's highest-scoring id."""
+        choose among or None when it is only banned some, the span starts a banned row falls back on). `wants_end`:
+        whether EOS is the row's highest-scoring token."""
         state = self._state(index, ex, g, key, states)
         if state is None:
             return None
         width = scores.shape[-1]
         allowed, parts, banned, starts = self._rules(ex, g, *state, budget)
-        if allowed is None and starts and top in self._eos_set:
+        if allowed is None and starts and wants_end:
             # The model wants to end but spans remain: place one now (the model chooses which) rather than let it
             # wander on through text it did not want until the budget forces the spans in.
             banned_set = set(banned).union(*(ex.components[p] for p in parts))
@@ -880,7 +893,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         it (float ops: masked_fill and bool reductions are ten times slower on CPU). `key` is `(example, ban
         components, banned ids)`: +inf but -inf at the banned ids below V (None when there is none), or `(None,
         None, allowed ids)`: -inf but +inf at the allowed ids."""
-        cache_key = (key, scores.shape[-1], scores.dtype, scores.device)
+        cache_key = key  # the cache holds one width, dtype and device (see __call__)
         if cache_key not in self._ceilings:
             index, parts, ids = key
             ids = [t for t in ids if 0 <= t < scores.shape[-1]]
@@ -898,7 +911,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
 
     def _component(self, ex: _Example, index: int, part: int, scores: torch.Tensor) -> torch.Tensor | None:
         """The (V,) ceiling of ban component `part` of example `index` alone (None when it bans nothing below V)."""
-        cache_key = ("component", index, part, scores.shape[-1], scores.dtype, scores.device)
+        cache_key = ("component", index, part)
         if cache_key not in self._ceilings:
             ids = [t for t in ex.components[part] if 0 <= t < scores.shape[-1]]
             self._ceilings[cache_key] = _filled(scores, float("inf"), ids, -float("inf")) if ids else None
@@ -935,13 +948,18 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         budget = self._budget(input_ids.shape[1])
         states: dict[tuple[int, tuple[int, ...]], tuple] = {}
         decisions: dict[tuple[int, tuple[int, ...]], Any] = {}  # beams that share their ids share the decision
-        free = ("free", width, scores.dtype, device)  # the ceiling of a row left alone: (V,) all +inf
+        if self._ceilings_for != (width, scores.dtype, device):  # ceilings are built for one kind of scores
+            self._ceilings, self._ceilings_for = {}, (width, scores.dtype, device)
+        free = ("free",)  # the ceiling of a row left alone: (V,) all +inf
         if free not in self._ceilings:
             self._ceilings[free] = _filled(scores, float("inf"), [], None)
         ceilings = [self._ceilings[free]] * rows
         forced: dict[int, list[int]] = {}  # row -> the tokens it must choose among
         fallback: dict[int, list[int]] = {}  # banned row -> the span starts to fall back on
-        tops = scores.argmax(-1).tolist()
+        # whether EOS scores highest, per row (amax: argmax is ten times slower on CPU)
+        wants_end = [False] * rows
+        if self.eos and self._has_spans:
+            wants_end = (scores[:, self.eos].amax(-1) >= scores.amax(-1)).tolist()
         for row, g in enumerate(input_ids.tolist()):
             index = min(row // per_example, len(self.examples) - 1)
             ex = self.examples[index]
@@ -949,7 +967,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 continue  # nothing protected in this example: left alone entirely
             key = tuple(g)
             if (index, key) not in decisions:
-                decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, tops[row])
+                decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, wants_end[row])
             decision = decisions[(index, key)]
             if decision is None:
                 continue
