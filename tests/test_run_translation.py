@@ -203,6 +203,28 @@ def test_predict_with_protect_and_copy_records(runs, tmp_path):
                               if a != "--predict_with_generate"])
 
 
+@pytest.mark.parametrize("name", ["copy", "baseline"])
+def test_a_saved_model_decodes_with_its_own_generation_settings(runs, tmp_path, name):
+    """A predict-only run of a trained folder decodes as the run that trained it did: same generation settings
+    (suppress_tokens=[<unk>] above all, which a pointer-generator's base config lacks), so the same predictions."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    model_dir, _ = runs[name]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    saved = GenerationConfig.from_pretrained(model_dir)
+    assert saved.suppress_tokens == [tokenizer.unk_token_id]
+    flag = "--copy_mechanism" if name == "copy" else "--no_copy_mechanism"
+    model_args, copy_args, data_args, _ = run_translation.parse_args(predict_args(model_dir, tmp_path / "x", flag))
+    settings = run_translation.copy_settings(copy_args) if name == "copy" else None
+    model = run_translation.build_model(model_args, data_args, tokenizer, False, settings)
+    assert model.generation_config.suppress_tokens == saved.suppress_tokens
+    assert model.generation_config.decoder_start_token_id == saved.decoder_start_token_id
+    run_translation.main(predict_args(model_dir, tmp_path / "again", flag))
+    again = (tmp_path / "again" / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
+    trained = (model_dir / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
+    assert again == trained
+
+
 def test_template_sits_beside_the_renderer_under_a_template_name():
     from training.model_card import TEMPLATE_PATH
 

@@ -90,7 +90,9 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
     if len(tokenizer) > base.get_input_embeddings().weight.shape[0]:
         base.resize_token_embeddings(len(tokenizer))
 
-    generation = base.generation_config
+    # A saved pointer-generator keeps its own generation settings (its base's config is only the base's: without the
+    # wrapper's suppress_tokens a reloaded model would decode differently from the run that trained it).
+    generation = (wrapped if wrapped is not None and not trained_tokenizer else base).generation_config
     generation.update(max_length=data_args.val_max_target_length, num_beams=data_args.num_beams or 1)
     if from_scratch or trained_tokenizer:
         generation.update(decoder_start_token_id=base.config.decoder_start_token_id,
