@@ -54,8 +54,8 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   whose own text holds a placeholder (per `hf_pgen.placeholders`) is forbidden unless it is a token of one of the
   example's own spans, and so is every token (or copy) that would complete a placeholder begun in the free text
   since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`): outside its spans the decoded text holds
-  no placeholder at all. The heads where one may have begun are few and short (`_live_heads`), and the tokens that
-  complete each are looked up once per head text. With a regex, literals or `"oov"`, an example without spans is
+  no placeholder at all, however many tokens one runs over. The heads where one may have begun are few
+  (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up once per head text. With a regex, literals or `"oov"`, an example without spans is
   left alone entirely.
 - Nothing else is forced. When a processor that runs before this one (forced EOS, no-repeat n-grams, the caller's
   own; generate() runs the sampling warpers after it) has removed every token a rule allows, the rule wins (its
@@ -462,7 +462,7 @@ _URL_START = re.compile(r"(?:https?|ftp)://|www\.")
 _URL_PREFIXES = ("https://", "http://", "ftp://", "www.")
 _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 _SCHEME_STARTS = frozenset(prefix[:k] for prefix in _URL_PREFIXES for k in range(1, len(prefix)))  # "h" ... "https:/"
-_WINDOW = 32  # tokens looked back for a placeholder begun in free text (the grammar's are short; URLs end at a space)
+_WINDOW = 32  # tokens of text before a span that may swallow it (placeholders are short; URLs end at a space)
 
 
 def _live_heads(tail: str) -> list[tuple[str, str]]:
@@ -487,10 +487,14 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
                     continue
                 heads.append((head, "glued" if char == "%" else "brace"))
             elif char == "{":
-                if len(head) <= 100 and "\n" not in head:  # ICU / {{ }} fields may hold spaces, not lines
+                if head.startswith("{{"):  # "{{ name }}": at most 80 characters inside, on one line
+                    if len(head) <= 84 and "\n" not in head:
+                        heads.append((head, "brace"))
+                elif "{" not in head[1:] and "}" not in head[1:]:  # every other "{" form ends at its first "}"
                     heads.append((head, "brace"))
             elif len(head) == 1 or head[1].isalnum() or (head[1] == "/" and (len(head) == 2 or head[2].isalnum())):
-                if len(head) <= 200 and (">" not in head or '"' in head or "'" in head):  # a quoted value may hold ">"
+                # a tag holds no other "<" or ">" (but a quoted value may)
+                if ("<" not in head[1:] and ">" not in head) or '"' in head or "'" in head:
                     heads.append((head, "angle"))
     if "://" in tail or "www." in tail:
         for match in _URL_START.finditer(tail, word):
@@ -560,7 +564,6 @@ class _Example:
         self.separator: int | None = entry.get("separator") if self.has_neighbours else None  # see _separator
         self.completers: dict[str, list[int]] = entry.get("completers") or {}  # see _completers
         self._copy_inventions: dict[str, list[int]] = {}  # head -> this example's copies that complete it
-        self._free_memo: tuple[list[int] | None, tuple[int, int], str] = (None, (0, 0), "")  # see free_text
         own_tokens = {t for vs in self.variants for v in vs for t in v}
         forbidden = frozenset(t for t in entry.get("forbidden_ids", ()) if t not in own_tokens)
         # What a row's bans are made of, besides a few single tokens: component 0 is the forbidden ids, 1 + 2j span
@@ -576,7 +579,7 @@ class _Example:
         """Ids that would complete a placeholder of the grammar begun in the free text of `g` since position `since`
         (the end of the last span): `{` `name` + `}`, `%(` `n` + `)s`, `<` `b` + `>` (module docstring, *Invented
         placeholders*). `inventions` caches the vocabulary's per head text (shared by the examples)."""
-        tail = self.free_text(g, max(since, len(g) - _WINDOW), len(g))
+        tail = self.text_of(g[since:])  # all of it: a placeholder may run on for many tokens ("%(" + names + ")s")
         banned: list[int] = []
         for head, kind in _live_heads(tail):
             if head not in inventions:
@@ -659,15 +662,7 @@ class _Example:
         end at the first space)."""
         first = max(since, start - _WINDOW)
         head = self.texts[last_span] if last_span is not None and first == since else ""
-        return head + self.free_text(g, first, start)
-
-    def free_text(self, g: list[int], first: int, end: int) -> str:
-        """`text_of(g[first:end])`, remembered for the last row asked (the rules and `inventing` both read it)."""
-        row, at, text = self._free_memo  # holds the row itself: a list compared by identity must stay alive
-        if row is not g or at != (first, end):
-            text = self.text_of(g[first:end])
-            self._free_memo = (g, (first, end), text)
-        return text
+        return head + self.text_of(g[first:start])
 
     def reads_cleanly(self, context: str, j: int) -> bool:
         """Whether span `j` reads as itself after `context`: "%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a

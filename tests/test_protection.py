@@ -274,7 +274,7 @@ def test_a_completed_placeholder_is_found_at_every_head_of_the_free_text(subword
     inventions, extra, found = {}, 0, 0
     for _ in range(300):
         g = [tokenizer.eos_token_id] + [rng.choice(pieces) if rng.random() < 0.6 else rng.randrange(4, len(tokenizer))
-                                        for _ in range(rng.randrange(1, 12))]
+                                        for _ in range(rng.choice([rng.randrange(1, 12), rng.randrange(30, 60)]))]
         tail = ex.text_of(g)
         expected = {i for i, text in enumerate(texts)
                     if text and any(s < len(tail) < e for s, e in placeholder_spans(tail + text))}
@@ -282,6 +282,10 @@ def test_a_completed_placeholder_is_found_at_every_head_of_the_free_text(subword
         assert expected <= got, (tail, [texts[i] for i in expected - got])
         extra, found = extra + len(got - expected), found + len(expected)
     assert found > 300 and extra <= 0.05 * found
+    # however many tokens a placeholder runs over: "%(" + forty "b" + ")" is completed by "s"
+    vocab = tokenizer.get_vocab()
+    g = [tokenizer.eos_token_id, vocab["%("]] + [vocab["b"]] * 40 + [vocab[")"]]
+    assert vocab["s"] in ex.inventing(g, 0, inventions)
 
 
 def test_placeholders_the_source_lacks_never_come_out_piece_by_piece(subword_tokenizer):
