@@ -47,6 +47,7 @@ from pathlib import Path
 # where post-layer-norm BART collapsed to a constant output) of width 128, trained from scratch. Small and fast on
 # purpose: on 2 CPU cores updates per second count more than width.
 MODEL_TYPE = "mbart"
+MAX_LENGTH = 64  # tokens of source and of output the models read and write (1.3% of the test sources are longer)
 CONFIG_OVERRIDES = (
     "d_model=128,encoder_layers=3,decoder_layers=3,encoder_attention_heads=4,decoder_attention_heads=4,"
     "encoder_ffn_dim=512,decoder_ffn_dim=512,max_position_embeddings=128"
@@ -89,7 +90,7 @@ def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batc
         "--model_type", MODEL_TYPE,
         "--config_overrides", CONFIG_OVERRIDES,
         "--source_lang", "en", "--target_lang", "de",
-        "--max_source_length", "64", "--max_target_length", "64",
+        "--max_source_length", str(MAX_LENGTH), "--max_target_length", str(MAX_LENGTH),
         "--do_train", "--do_predict", "--predict_with_generate",
         "--num_beams", str(num_beams),
         "--per_device_train_batch_size", str(batch_size), "--per_device_eval_batch_size", "128",
@@ -112,7 +113,7 @@ def decode_recipe(model_dir: Path, copy: bool, max_predict_samples: int | None, 
     args = [
         "--model_name_or_path", str(model_dir), "--copy_mechanism" if copy else "--no_copy_mechanism",
         "--source_lang", "en", "--target_lang", "de",
-        "--max_source_length", "64", "--max_target_length", "64",
+        "--max_source_length", str(MAX_LENGTH), "--max_target_length", str(MAX_LENGTH),
         "--do_predict", "--predict_with_generate", "--protect", "placeholders", "--num_beams", str(num_beams),
         "--per_device_eval_batch_size", "128", "--report_to", "none", "--dataloader_pin_memory", "false",
     ]
@@ -288,11 +289,15 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     goals.append({"goal": "placeholders kept exactly in >= 90% of outputs without protection", "met": kept >= 0.9,
                   "detail": f"best unprotected: {unprotected['name']} {kept:.1%}"})
     protected = [s for s in systems if s["protect"]]
-    worst = min(s["metrics"]["placeholders_kept"] for s in protected)
+    worst = min(protected, key=lambda s: s["metrics"]["placeholders_kept"])
     invented = max(s["metrics"]["placeholders_invented"] for s in protected)
+    detail = f"lowest kept {worst['metrics']['placeholders_kept']:.1%} ({worst['name']}), most invented {invented:.1%}"
+    if worst["metrics"].get("sources_truncated"):
+        detail += (f"; on the sources the models read whole (all but the {worst['metrics']['sources_truncated']} "
+                   f"longer than {MAX_LENGTH} tokens, whose cut-off spans protection warns about) lowest kept "
+                   f"{min(s['metrics']['placeholders_kept_read_whole'] for s in protected):.1%}")
     goals.append({"goal": "with protection: placeholders kept in 100% of outputs and invented in 0%, every system",
-                  "met": worst == 1.0 and invented == 0.0,
-                  "detail": f"lowest kept {worst:.1%}, most invented {invented:.1%}"})
+                  "met": worst["metrics"]["placeholders_kept"] == 1.0 and invented == 0.0, "detail": detail})
     return goals
 
 
@@ -370,6 +375,15 @@ def main(argv: list[str] | None = None) -> dict:
         predictions = sources if system.name == "copy-source" else read_predictions(out / system.name)
         outputs[system.name] = predictions
         metrics = score(sources, references, predictions, terms)
+        if system.tokenizer is not None:  # the sources the model read whole: what protection can vouch for
+            from transformers import AutoTokenizer
+
+            from hf_pgen.metrics import placeholder_preservation
+
+            tokenizer = AutoTokenizer.from_pretrained(out / "tokenizers" / system.tokenizer)
+            whole = [len(ids) <= MAX_LENGTH for ids in tokenizer(sources)["input_ids"]]
+            metrics.update(sources_truncated=whole.count(False), placeholders_kept_read_whole=placeholder_preservation(
+                [s for s, w in zip(sources, whole) if w], [p for p, w in zip(predictions, whole) if w]))
         result = results.get(system.name, {})
         metrics.update(
             mean_p_gen=result.get("predict_mean_p_gen"),
