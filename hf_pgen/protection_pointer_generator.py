@@ -456,6 +456,7 @@ def _protected_spans_for_batch(
 # whose "://" or "www." is in that text (no placeholder starts with the rest of one): after a text with none of these
 # every span reads as itself, which spares the grammar's scan on most steps.
 _SWALLOWING = ("%", "{", "<", "$", "#", "://", "www.")
+_SWALLOWING_RE = re.compile("|".join(map(re.escape, _SWALLOWING)))  # one search instead of seven
 
 
 _URL_START = re.compile(r"(?:https?|ftp)://|www\.")
@@ -470,10 +471,18 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
     grammar may have begun and more text could still complete it: at "%", "$", "#", "{", "<", at a URL's scheme or
     "www.", and a URL scheme still being spelled at the end ("htt"). A head is dropped only where the grammar rules
     it out (whitespace after "%", "$", "#" or in a URL; "<" not followed by a name or "/"), so none is missed."""
-    heads = []
+    heads: list[tuple[str, str]] = []
+    marks = "%" in tail or "{" in tail or "<" in tail or "$" in tail or "#" in tail
+    url = "://" in tail or "www." in tail
+    if not marks and not url:
+        if tail and tail[-1] in "hftpsw:/":  # the longest end of `tail` that starts a scheme: "h" + "ttps://x"
+            for k in range(min(len(tail), 7), 0, -1):
+                if tail[-k:] in _SCHEME_STARTS:
+                    return [(tail[-k:], "scheme")]
+        return heads
     space = _LAST_SPACE.search(tail)
     word = space.end() if space else 0  # where the last whitespace-free run of `tail` begins
-    if any(mark in tail for mark in "%{<$#"):
+    if marks:
         escaped = -1  # the second "%" of an escaped "%%" (paired left to right, as the grammar reads them)
         for p, char in enumerate(tail):
             if char not in "%{<$#" or p == escaped:
@@ -496,7 +505,7 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
                 # a tag holds no other "<" or ">" (but a quoted value may)
                 if ("<" not in head[1:] and ">" not in head) or '"' in head or "'" in head:
                     heads.append((head, "angle"))
-    if "://" in tail or "www." in tail:
+    if url:
         for match in _URL_START.finditer(tail, word):
             heads.append((tail[match.start():], "glued"))
     if tail and tail[-1] in "hftpsw:/":  # the longest end of `tail` that starts a scheme: "h" + "ttps://x"
@@ -564,6 +573,7 @@ class _Example:
         self.separator: int | None = entry.get("separator") if self.has_neighbours else None  # see _separator
         self.completers: dict[str, list[int]] = entry.get("completers") or {}  # see _completers
         self._copy_inventions: dict[str, list[int]] = {}  # head -> this example's copies that complete it
+        self._free: tuple[list[int] | None, int, str] = (None, 0, "")  # see free_text
         own_tokens = {t for vs in self.variants for v in vs for t in v}
         forbidden = frozenset(t for t in entry.get("forbidden_ids", ()) if t not in own_tokens)
         # What a row's bans are made of, besides a few single tokens: component 0 is the forbidden ids, 1 + 2j span
@@ -579,7 +589,7 @@ class _Example:
         """Ids that would complete a placeholder of the grammar begun in the free text of `g` since position `since`
         (the end of the last span): `{` `name` + `}`, `%(` `n` + `)s`, `<` `b` + `>` (module docstring, *Invented
         placeholders*). `inventions` caches the vocabulary's per head text (shared by the examples)."""
-        tail = self.text_of(g[since:])  # all of it: a placeholder may run on for many tokens ("%(" + names + ")s")
+        tail = self.free_text(g, since)  # all of it: a placeholder may run on for many tokens ("%(" + names + ")s")
         banned: list[int] = []
         for head, kind in _live_heads(tail):
             if head not in inventions:
@@ -662,14 +672,24 @@ class _Example:
         end at the first space)."""
         first = max(since, start - _WINDOW)
         head = self.texts[last_span] if last_span is not None and first == since else ""
+        if first == since and start == len(g):
+            return head + self.free_text(g, since)
         return head + self.text_of(g[first:start])
+
+    def free_text(self, g: list[int], since: int) -> str:
+        """`text_of(g[since:])`, kept for the last row asked (its rules and `inventing` both read it)."""
+        row, at, text = self._free
+        if row is not g or at != since:  # the row itself is held: an identity test on a live object
+            text = self.text_of(g[since:])
+            self._free = (g, since, text)
+        return text
 
     def reads_cleanly(self, context: str, j: int) -> bool:
         """Whether span `j` reads as itself after `context`: "%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a
         longer URL."""
         known = self._clean[j]
         if context not in known:  # beams share their text: look each one up once
-            if any(mark in context for mark in _SWALLOWING):
+            if _SWALLOWING_RE.search(context):
                 n = len(self.texts[j])
                 known[context] = (len(context), len(context) + n) in placeholder_spans(context + self.texts[j])
             else:
@@ -710,7 +730,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         width: int | None = None,
     ):
         self.examples = [_Example(entry or {}, width) for entry in protected_spans]
-        self._has_spans = any(ex.texts for ex in self.examples)
+        self._ends: tuple[torch.Tensor, list[bool]] | None = None  # see _wants_end
+        self._active = [bool(ex) for ex in self.examples]
         if isinstance(eos_token_id, int):
             eos_token_id = [eos_token_id]
         self.eos = [int(t) for t in (eos_token_id if eos_token_id is not None else [])]
@@ -796,8 +817,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         banned += self.eos
         # Spans that may start now: not right after text the grammar would merge them with.
         context = ex.context(g, length, last_end, last_span) if ex.has_neighbours else ""
-        startable = [left > 0 and (not ex.has_neighbours or ex.reads_cleanly(context, j))
-                     for j, left in enumerate(remaining)]
+        if ex.has_neighbours and _SWALLOWING_RE.search(context):
+            startable = [left > 0 and ex.reads_cleanly(context, j) for j, left in enumerate(remaining)]
+        else:  # a text without these marks swallows no placeholder
+            startable = [left > 0 for left in remaining]
         starts = [v[0] for j, left in enumerate(remaining) if left > 0 for v in ex.variants[j]
                   if startable[j] or not any(startable)]
         for j, left in enumerate(remaining):
@@ -855,17 +878,17 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
 
     def _decide(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], budget: int | None, scores: torch.Tensor,
-        states: dict, wants_end: bool,
+        states: dict, row: int,
     ) -> tuple[torch.Tensor, list[int] | None, list[int]] | None:
-        """What row `g` gets, or None when it is left alone: (its (V,) ceiling (see `_ceiling`), the tokens it must
-        choose among or None when it is only banned some, the span starts a banned row falls back on). `wants_end`:
-        whether EOS is the row's highest-scoring token."""
+        """What row `g` (row `row` of `scores`) gets, or None when it is left alone: (its (V,) ceiling (see
+        `_ceiling`), the tokens it must choose among or None when it is only banned some, the span starts a banned row
+        falls back on)."""
         state = self._state(index, ex, g, key, states)
         if state is None:
             return None
         width = scores.shape[-1]
         allowed, parts, banned, starts = self._rules(ex, g, *state, budget)
-        if allowed is None and starts and wants_end:
+        if allowed is None and starts and self.eos and self._wants_end(scores, row):
             # The model wants to end but spans remain: place one now (the model chooses which) rather than let it
             # wander on through text it did not want until the budget forces the spans in.
             banned_set = set(banned).union(*(ex.components[p] for p in parts))
@@ -882,6 +905,13 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             return self._ceiling(ex, (None, None, tuple(sorted(set(kept)))), scores), kept, []
         ceiling = self._ceiling(ex, (index, tuple(sorted(parts)), tuple(sorted(set(banned)))), scores)
         return None if ceiling is None else (ceiling, None, [t for t in starts if t < width])
+
+    def _wants_end(self, scores: torch.Tensor, row: int) -> bool:
+        """Whether EOS is row `row`'s highest-scoring token; all rows at once, the first time a step asks (amax:
+        argmax is ten times slower on CPU)."""
+        if self._ends is None or self._ends[0] is not scores:
+            self._ends = (scores, (scores[:, self.eos].amax(-1) >= scores.amax(-1)).tolist())
+        return self._ends[1][row]
 
     def _ceiling(self, ex: _Example, key: tuple, scores: torch.Tensor) -> torch.Tensor | None:
         """The (V,) ceiling of a row's decision, built once per decision: `torch.minimum(scores, ceiling)` applies
@@ -951,19 +981,16 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         ceilings = [self._ceilings[free]] * rows
         forced: dict[int, list[int]] = {}  # row -> the tokens it must choose among
         fallback: dict[int, list[int]] = {}  # banned row -> the span starts to fall back on
-        # whether EOS scores highest, per row (amax: argmax is ten times slower on CPU)
-        wants_end = [False] * rows
-        if self.eos and self._has_spans:
-            wants_end = (scores[:, self.eos].amax(-1) >= scores.amax(-1)).tolist()
+        last = len(self.examples) - 1
         for row, g in enumerate(input_ids.tolist()):
-            index = min(row // per_example, len(self.examples) - 1)
+            index = min(row // per_example, last)
             ex = self.examples[index]
-            if not ex:
+            if not self._active[index]:
                 continue  # nothing protected in this example: left alone entirely
             key = tuple(g)
-            if (index, key) not in decisions:
-                decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, wants_end[row])
-            decision = decisions[(index, key)]
+            decision = decisions.get((index, key), decisions)  # (the dict itself: not decided yet)
+            if decision is decisions:
+                decision = decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, row)
             if decision is None:
                 continue
             ceilings[row], allowed, starts = decision
