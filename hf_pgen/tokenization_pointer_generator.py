@@ -177,16 +177,24 @@ class _SourceWord(str):
     """
 
     spaced_after: dict[str, bool | None]
+    # Whether whitespace (or the end of the text) followed the word in the source (None: its occurrences disagree,
+    # or none is recorded): an end-of-word suffix decoder ("</w>") asks, since the unknown token carries no suffix.
+    ends_word: bool | None
 
     def __new__(cls, text: str) -> _SourceWord:
         word = super().__new__(cls, text)
-        word.spaced_after = {}
+        word.spaced_after, word.ends_word, word._ends_seen = {}, None, False
         return word
 
     def note(self, text: str, start: int) -> None:
         """Record the occurrence of the word in ``text`` whose token starts at ``start`` (whitespace folded in)."""
         while start < len(text) and text[start].isspace():
             start += 1
+        if text.startswith(self, start):
+            end = start + len(self)
+            ends = end >= len(text) or text[end].isspace()
+            self.ends_word = ends if not self._ends_seen or self.ends_word == ends else None
+            self._ends_seen = True
         before = start
         while before > 0 and text[before - 1].isspace():
             before -= 1
@@ -618,8 +626,10 @@ def decode_with_oovs(
           ``<b>name</b>``); a copied ``. , ) ...`` is glued to what precedes it. On real messages this
           gives the source's spacing back for 98% of the sentences with a copy.
         - BERT-style WordPiece: a copy is a word (spaced) and gets the decoder's punctuation cleanup.
-        - BPE with an end-of-word suffix (``</w>``): a copied symbol or emoji ends its word; a copied
-          letter run ends its word when punctuation or the end follows.
+        - BPE with an end-of-word suffix (``</w>``): a copy ends its word where the source's copies of it
+          did ("Cafe" + U+0301 + " vs" keeps its space; the table from :func:`encode_with_oovs` records it);
+          elsewhere a copied symbol or emoji ends its word, and a copied letter run ends its word when
+          punctuation or the end follows.
         - no decoder (e.g. a ``Whitespace`` pre-tokenizer alone): tokens and copies are joined with single
           spaces, as ``tokenizer.decode`` joins tokens; give such a tokenizer a decoder (Metaspace) to get
           the source's spacing back.
@@ -793,6 +803,11 @@ def _copy_starts_word(texts: list[str], i: int, marker: str, punctuation_apart: 
 
 
 def _copy_ends_word(surface: str, following: str | None) -> bool:
+    if following is None:
+        return True
+    ends = getattr(surface, "ends_word", None)  # how the source spaced it, when the table knows
+    if ends is not None:
+        return ends
     if not surface[-1].isalnum() and unicodedata.category(surface[-1])[0] != "M":
         return True  # symbols and emoji are pre-tokens of their own
     return following is None or not following[:1].isalnum()

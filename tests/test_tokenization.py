@@ -557,6 +557,11 @@ def test_bpe_end_of_word_suffix_keeps_the_space_after_a_copy():
         enc = encode_with_oovs(tok, text, vocab_size=V)
         assert "😀" in enc["oov_words"]
         assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text  # was '😀and'
+    # an unknown letter or mark ends its word where the source's did (the unknown token carries no "</w>")
+    for text in ("Cafe\u0301 vs cafe", "Zaz\u0307 ok", "na\u0308ive or Cafe\u0301s"):
+        enc = encode_with_oovs(tok, text, vocab_size=V)
+        assert enc["oov_words"], text
+        assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text  # 'Cafévs'
 
 
 def test_wordpiece_copied_punctuation_gets_the_decoders_cleanup():
