@@ -432,6 +432,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"\n  source:    {example['source']}")
         print(f"  reference: {example['reference']}")
         print(f"  {best['name']} (pipeline): {example['pipeline']}")
+        print(f"  {best['name']} (pipeline, protect=\"placeholders\"): {example['pipeline_protected']}")
     if comparison["pipeline_examples"].get("error"):
         print(f"\npipeline failed: {comparison['pipeline_examples']['error']}")
     print(f"\nWall time {_clock(walls['total_s'])}. Wrote {out}/comparison.json, results.md, results.png, "
@@ -452,8 +453,8 @@ def pick_examples(sources: list[str], count: int) -> list[int]:
 
 def translate_examples(folder: Path, sources: list[str], references: list[str], outputs: dict, count: int,
                        out: Path) -> dict:
-    """Translate a few test messages with `pipeline("translation", model=folder, trust_remote_code=True)` and draw
-    what they copied (copies.jsonl, copies.html, copies.png)."""
+    """Translate a few test messages with `pipeline("translation", model=folder, trust_remote_code=True)`, without and
+    with `protect="placeholders"`, and draw what the unprotected ones copied (copies.jsonl, copies.html, copies.png)."""
     indices = pick_examples(sources, count)
     result: dict = {"model": folder.name, "items": []}
     try:
@@ -462,7 +463,9 @@ def translate_examples(folder: Path, sources: list[str], references: list[str], 
         from hf_pgen import visualize
 
         translator = pipeline("translation", model=str(folder), trust_remote_code=True)
-        records = translator([sources[i] for i in indices], batch_size=len(indices) or 1, return_copy_info=True)
+        texts = [sources[i] for i in indices]
+        records = translator(texts, batch_size=len(indices) or 1, return_copy_info=True)
+        protected = translator(texts, batch_size=len(indices) or 1, protect="placeholders")
         with open(out / "copies.jsonl", "w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -471,10 +474,11 @@ def translate_examples(folder: Path, sources: list[str], references: list[str], 
             visualize.plot(records[0], out / "copies.png")
     except Exception as error:  # reported, not fatal: the models and scores are already saved
         result["error"] = f"{type(error).__name__}: {error}"
-        records = [{"translation_text": None} for _ in indices]
-    for i, record in zip(indices, records):
+        records = protected = [{"translation_text": None} for _ in indices]
+    for i, record, guarded in zip(indices, records, protected):
         result["items"].append({"index": i, "source": sources[i], "reference": references[i],
                                 "pipeline": record.get("translation_text"),
+                                "pipeline_protected": guarded.get("translation_text"),
                                 **{name: predictions[i] for name, predictions in outputs.items()}})
     return result
 
