@@ -72,7 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--quick", action="store_true", help="small smoke run of every section (~2-3 min on CPU)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="output folder (default benchmarks/results/; --quick: benchmarks/results/quick/)")
+                        help="output folder (default benchmarks/results/; --quick: benchmarks/results/quick/; with "
+                        "--only, a subfolder named for the sections, e.g. results/copy_info+protection/)")
     parser.add_argument("--repeats", type=int, default=None,
                         help="measured interleaved repeats per model or option (default 5; quick 2)")
     parser.add_argument("--warmup", type=int, default=None, help="warm-up training steps per model (default 2)")
@@ -121,7 +122,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.repeats = args.repeats or 5
     args.min_run_time = args.min_run_time or 2.0
     results = Path(__file__).resolve().parent / "results"
-    args.out = args.out or (results / "quick" if args.quick else results)
+    default_out = results / "quick" if args.quick else results
+    measured = args.only - {"profile"}
+    if measured and measured != set(DEFAULT_SECTIONS.split(",")):
+        # A partial run must not overwrite the full run's latest.* with a report of a few sections.
+        default_out = default_out / "+".join(sorted(measured))
+    args.out = args.out or default_out
     args.warmup = args.warmup if args.warmup is not None else 2
     args.new_tokens = args.new_tokens or (32 if args.device == "cpu" else 64)
     return args
