@@ -55,8 +55,8 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   example's own spans, and so is every token (or copy) that would complete a placeholder begun in the free text
   since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`): outside its spans the decoded text holds
   no placeholder at all, however many tokens one runs over. The heads where one may have begun are few
-  (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up once per head text. With a regex, literals or `"oov"`, an example without spans is
-  left alone entirely.
+  (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up once per head text.
+  With a regex, literals or `"oov"`, an example without spans is left alone entirely.
 - Nothing else is forced. When a processor that runs before this one (forced EOS, no-repeat n-grams, the caller's
   own; generate() runs the sampling warpers after it) has removed every token a rule allows, the rule wins (its
   tokens get score 0), and a row its bans would leave with no token starts a span (or keeps its scores).
@@ -463,6 +463,7 @@ _URL_START = re.compile(r"(?:https?|ftp)://|www\.")
 _URL_PREFIXES = ("https://", "http://", "ftp://", "www.")
 _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 _SCHEME_STARTS = frozenset(prefix[:k] for prefix in _URL_PREFIXES for k in range(1, len(prefix)))  # "h" ... "https:/"
+_UNDECIDED = object()  # a row not decided yet this step (a decision may be None)
 _WINDOW = 32  # tokens of text before a span that may swallow it (placeholders are short; URLs end at a space)
 
 
@@ -470,17 +471,12 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
     """(head, kind) for each suffix of `tail` (free text generated since the last span) where a placeholder of the
     grammar may have begun and more text could still complete it: at "%", "$", "#", "{", "<", at a URL's scheme or
     "www.", and a URL scheme still being spelled at the end ("htt"). A head is dropped only where the grammar rules
-    it out (whitespace after "%", "$", "#" or in a URL; "<" not followed by a name or "/"), so none is missed."""
+    it out (whitespace after "%", "$", "#" or in a URL; a "{" form past its first "}"; "<" not followed by a name or
+    "/"), so none is missed."""
     heads: list[tuple[str, str]] = []
     marks = "%" in tail or "{" in tail or "<" in tail or "$" in tail or "#" in tail
     url = "://" in tail or "www." in tail
-    if not marks and not url:
-        if tail and tail[-1] in "hftpsw:/":  # the longest end of `tail` that starts a scheme: "h" + "ttps://x"
-            for k in range(min(len(tail), 7), 0, -1):
-                if tail[-k:] in _SCHEME_STARTS:
-                    return [(tail[-k:], "scheme")]
-        return heads
-    space = _LAST_SPACE.search(tail)
+    space = _LAST_SPACE.search(tail) if marks or url else None
     word = space.end() if space else 0  # where the last whitespace-free run of `tail` begins
     if marks:
         escaped = -1  # the second "%" of an escaped "%%" (paired left to right, as the grammar reads them)
@@ -594,7 +590,8 @@ class _Example:
         for head, kind in _live_heads(tail):
             if head not in inventions:
                 texts = self.context_texts
-                inventions[head] = [i for i in self.completers.get(kind, range(len(texts))) if _completes(head, texts[i])]
+                candidates = self.completers.get(kind, range(len(texts)))
+                inventions[head] = [i for i in candidates if _completes(head, texts[i])]
             banned += inventions[head]
             if self.oov_words:
                 if head not in self._copy_inventions:
@@ -749,7 +746,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         # head text -> ids completing a placeholder begun there (see _Example.inventing): the processor's cache when
         # the entries share it (it lives as long as the tokenizer's), else one per processor
         self._inventions: dict[str, list[int]] = next(
-            (entry["inventions"] for entry in protected_spans if entry and isinstance(entry.get("inventions"), dict)), {}
+            (entry["inventions"] for entry in protected_spans if entry and isinstance(entry.get("inventions"), dict)),
+            {},
         )
 
     def is_active(self) -> bool:
@@ -988,8 +986,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             if not self._active[index]:
                 continue  # nothing protected in this example: left alone entirely
             key = tuple(g)
-            decision = decisions.get((index, key), decisions)  # (the dict itself: not decided yet)
-            if decision is decisions:
+            decision = decisions.get((index, key), _UNDECIDED)
+            if decision is _UNDECIDED:
                 decision = decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, row)
             if decision is None:
                 continue

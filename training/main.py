@@ -369,6 +369,14 @@ def main(argv: list[str] | None = None) -> dict:
     from training.report import goals_table, markdown_table, plot_results, significance
 
     terms = unseen_terms(sources, train_texts)
+    from transformers import AutoTokenizer
+
+    from hf_pgen.metrics import placeholder_preservation
+
+    read_whole = {}  # per vocabulary kind: which test sources fit in MAX_LENGTH tokens
+    for kind in TOKENIZERS:
+        encoded = AutoTokenizer.from_pretrained(out / "tokenizers" / kind)(sources)["input_ids"]
+        read_whole[kind] = [len(ids) <= MAX_LENGTH for ids in encoded]
     outputs, systems = {}, []
     for system in SYSTEMS:
         t0 = time.perf_counter()
@@ -376,12 +384,7 @@ def main(argv: list[str] | None = None) -> dict:
         outputs[system.name] = predictions
         metrics = score(sources, references, predictions, terms)
         if system.tokenizer is not None:  # the sources the model read whole: what protection can vouch for
-            from transformers import AutoTokenizer
-
-            from hf_pgen.metrics import placeholder_preservation
-
-            tokenizer = AutoTokenizer.from_pretrained(out / "tokenizers" / system.tokenizer)
-            whole = [len(ids) <= MAX_LENGTH for ids in tokenizer(sources)["input_ids"]]
+            whole = read_whole[system.tokenizer]
             metrics.update(sources_truncated=whole.count(False), placeholders_kept_read_whole=placeholder_preservation(
                 [s for s, w in zip(sources, whole) if w], [p for p, w in zip(predictions, whole) if w]))
         result = results.get(system.name, {})
