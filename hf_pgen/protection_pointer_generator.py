@@ -355,6 +355,17 @@ def _completers(tokenizer: Any, cache: dict[str, Any]) -> dict[str, list[int]]:
     return cache["completers"]
 
 
+def _calm_ids(tokenizer: Any, cache: dict[str, Any]) -> frozenset[int]:
+    """Ids whose text is not empty and holds none of the marks that may begin a placeholder or swallow one placed
+    after it ("%{<$#", "://", "www."): a row that goes on with one of them keeps its last step's rules (see
+    `ProtectedSpansLogitsProcessor._carry_on`)."""
+    if "calm_ids" not in cache:
+        cache["calm_ids"] = frozenset(
+            i for i, text in enumerate(_context_texts(tokenizer, cache)) if text and not _UNCALM_RE.search(text)
+        )
+    return cache["calm_ids"]
+
+
 def _protected_spans_for_batch(
     tokenizer: Any,
     texts: Sequence[str],
@@ -437,7 +448,8 @@ def _protected_spans_for_batch(
         if mode == "placeholders":  # what the grammar needs to see the text before a span (shared lists)
             result.update(context_texts=_context_texts(tokenizer, cache), oov_words=list(oov_words),
                           vocab_size=vocab_size, separator=_separator(tokenizer, cache),
-                          completers=_completers(tokenizer, cache), inventions=cache.setdefault("inventions", {}))
+                          completers=_completers(tokenizer, cache), inventions=cache.setdefault("inventions", {}),
+                          calm_ids=_calm_ids(tokenizer, cache))
         results.append(result)
     if isinstance(mode, tuple):
         missing = [literal for literal in mode if literal not in found_literals]
@@ -457,6 +469,7 @@ def _protected_spans_for_batch(
 # every span reads as itself, which spares the grammar's scan on most steps.
 _SWALLOWING = ("%", "{", "<", "$", "#", "://", "www.")
 _SWALLOWING_RE = re.compile("|".join(map(re.escape, _SWALLOWING)))  # one search instead of seven
+_UNCALM_RE = re.compile(r"[%{<$#:/.]")  # a character of one of _SWALLOWING (see _calm_ids)
 
 
 _URL_START = re.compile(r"(?:https?|ftp)://|www\.")
@@ -553,7 +566,8 @@ class _Example:
                 self.by_first.setdefault(variant[0], []).append((variant, j))
         self.max_length = max((len(v) for vs in self.variants for v in vs), default=0)
         self.inner = {t for vs in self.variants for v in vs for t in v[:-1]}  # tokens a variant goes on after
-        self._budgets: dict[tuple, tuple[int, int, bool, list[int]]] = {}  # see budget_rule
+        self._budgets: dict[tuple[int, ...], tuple[int, int, list[tuple[int, int]]]] = {}  # see budget_rule
+        self._starts: dict[tuple[int, ...], list[int]] = {}  # see starts
         # proper prefix -> the variants it starts, for the started-span lookup
         self.by_prefix: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
         for j, variants in enumerate(self.variants):
@@ -569,8 +583,14 @@ class _Example:
         self.separator: int | None = entry.get("separator") if self.has_neighbours else None  # see _separator
         self.completers: dict[str, list[int]] = entry.get("completers") or {}  # see _completers
         self._copy_inventions: dict[str, list[int]] = {}  # head -> this example's copies that complete it
-        self._free: tuple[list[int] | None, int, str] = (None, 0, "")  # see free_text
+        # ids -> (start, text of the ids from start on): this step's free texts and the last step's, which this
+        # step's rows carry on by one token (see free_text; `next_step` turns them over)
+        self._texts: dict[tuple[int, ...], tuple[int, str]] = {}
+        self._last_texts: dict[tuple[int, ...], tuple[int, str]] = {}
         own_tokens = {t for vs in self.variants for v in vs for t in v}
+        self.own_tokens = frozenset(own_tokens)
+        self.calm: frozenset[int] | None = entry.get("calm_ids")  # see _calm_ids
+        self._singles: dict[tuple[int, ...], tuple[list[int], frozenset[int]]] = {}  # see calm_bans
         forbidden = frozenset(t for t in entry.get("forbidden_ids", ()) if t not in own_tokens)
         # What a row's bans are made of, besides a few single tokens: component 0 is the forbidden ids, 1 + 2j span
         # j's extensions and 2 + 2j the tokens that must not follow span j (large sets, turned into masks once).
@@ -621,38 +641,78 @@ class _Example:
                 last_end, last_span = position, best_j
         return position, last_end, last_span
 
-    def scan(self, g: list[int]) -> tuple[list[int], int, int | None]:
+    def scan(self, g: list[int]) -> tuple[tuple[int, ...], int, int | None]:
         """Occurrences in `g`, left to right, longest variant first: (remaining per span, end of the last
         occurrence, its span)."""
         emitted = [0] * len(self.texts)
         _, last_end, last_span = self.advance(g, 0, emitted, 0, None, len(g))
-        return [c - e for c, e in zip(self.counts, emitted)], last_end, last_span
+        return tuple([c - e for c, e in zip(self.counts, emitted)]), last_end, last_span
 
     def text_of(self, tokens: list[int]) -> str:
         """What `tokens` read as after a word (special tokens read as nothing)."""
         texts, n = self.context_texts, len(self.context_texts)
         return "".join([texts[t] if t < n else self._copy_text(t) for t in tokens])
 
-    def budget_rule(self, remaining: list[int], budget: int | None) -> tuple[int, int, bool, list[int]]:
+    def starts(self, remaining: tuple[int, ...]) -> list[int]:
+        """The first tokens of every variant of the spans `remaining` still holds."""
+        if remaining not in self._starts:
+            self._starts[remaining] = [v[0] for j, left in enumerate(remaining) if left > 0 for v in self.variants[j]]
+        return self._starts[remaining]
+
+    def budget_rule(self, remaining: tuple[int, ...], budget: int | None) -> tuple[int, int, bool, list[int]]:
         """(need, slack, tight, first tokens of variants too long for the budget) for spans `remaining` and `budget`
         tokens left: `need` the fewest tokens that place every remaining span, `slack` the free tokens kept beside
         them, `tight` whether the budget must start spans now (module docstring, *Budget*)."""
-        key = (tuple(remaining), budget)
-        if key not in self._budgets:  # the rows of an example mostly share both
+        if remaining not in self._budgets:  # the rows of an example mostly share it; the budget changes every step
             need = sum(left * self.min_lengths[j] for j, left in enumerate(remaining) if left > 0)
             # With grammar neighbours (placeholders), keep one free token per remaining span: a span may have to
             # wait one step after another one (the grammar would merge them), and that step must not break the budget.
             slack = sum(left for left in remaining if left > 0) if self.has_neighbours else 0
-            tight = budget is not None and budget <= need + slack
-            too_long = []
-            if budget is not None and not tight:
-                # Free steps: a span may start only with a variant that still fits.
-                starts = [(variant[0], len(variant) + need - self.min_lengths[j] + slack <= budget)
-                          for j, variants in enumerate(self.variants) if remaining[j] > 0 for variant in variants]
-                fits = {t for t, fit in starts if fit}
-                too_long = [t for t, fit in starts if not fit and t not in fits]
-            self._budgets[key] = (need, slack, tight, too_long)
-        return self._budgets[key]
+            # Free steps: a span may start only with a variant that still fits, i.e. with a first token some
+            # variant of which needs no more than the budget: first token -> the least budget that lets it start.
+            least: dict[int, int] = {}
+            for j, variants in enumerate(self.variants):
+                if remaining[j] > 0:
+                    for variant in variants:
+                        needs = len(variant) + need - self.min_lengths[j] + slack
+                        least[variant[0]] = min(least.get(variant[0], needs), needs)
+            self._budgets[remaining] = (need, slack, sorted(least.items(), key=lambda item: -item[1]))
+        need, slack, least = self._budgets[remaining]
+        if budget is None:
+            return need, slack, False, []
+        if budget <= need + slack:
+            return need, slack, True, []
+        too_long = []
+        for token, needs in least:  # largest needs first: most steps stop at the first
+            if needs <= budget:
+                break
+            too_long.append(token)
+        return need, slack, False, too_long
+
+    def calm_bans(self, remaining: tuple[int, ...]) -> tuple[list[int], frozenset[int]]:
+        """(single ids, ban components) that `_rules` gives a row with spans `remaining` after a token that no variant
+        holds and that is not right after a span: the one-token variants of exhausted spans, with their extensions,
+        and the forbidden ids."""
+        if remaining not in self._singles:
+            spans = [j for j, left in enumerate(remaining) if left <= 0 and any(len(v) == 1 for v in self.variants[j])]
+            self._singles[remaining] = (
+                [v[0] for j in spans for v in self.variants[j] if len(v) == 1],
+                frozenset([1 + 2 * j for j in spans] + ([0] if self.components[0] else [])),
+            )
+        return self._singles[remaining]
+
+    def goes_on_calmly(self, token: int) -> bool:
+        """Whether a row that ends with `token` (not EOS) keeps the rules its parent had (`token` starts or
+        continues no span and, for placeholders, reads as text without a placeholder's marks; see
+        `ProtectedSpansLogitsProcessor._carry_on`)."""
+        if token in self.own_tokens:
+            return False
+        if not self.has_neighbours:
+            return True  # (EOS, which ends the row, is the processor's to look at)
+        if token < self.vocab_size:
+            return self.calm is not None and token in self.calm
+        text = self._copy_text(token)
+        return bool(text) and not _UNCALM_RE.search(text)
 
     def reads_as_nothing(self, tokens: list[int]) -> bool:
         """Whether `tokens` read as nothing (special tokens), looking no further than the first one that does not."""
@@ -674,12 +734,23 @@ class _Example:
         return head + self.text_of(g[first:start])
 
     def free_text(self, g: list[int], since: int) -> str:
-        """`text_of(g[since:])`, kept for the last row asked (its rules and `inventing` both read it)."""
-        row, at, text = self._free
-        if row is not g or at != since:  # the row itself is held: an identity test on a live object
+        """`text_of(g[since:])`: its parent's (the row one token shorter, seen last step) with the new token's text
+        added when both start at `since`, so a row pays for one token a step, not for all of its free text."""
+        key = tuple(g)
+        known = self._texts.get(key)
+        if known is not None and known[0] == since:
+            return known[1]
+        parent = self._last_texts.get(key[:-1]) if len(g) > since else None
+        if parent is not None and parent[0] == since:
+            text = parent[1] + self.text_of(g[-1:])
+        else:
             text = self.text_of(g[since:])
-            self._free = (g, since, text)
+        self._texts[key] = (since, text)
         return text
+
+    def next_step(self) -> None:
+        """Called once a step: the texts of this step become the parents of the next step's."""
+        self._last_texts, self._texts = self._texts, {}
 
     def reads_cleanly(self, context: str, j: int) -> bool:
         """Whether span `j` reads as itself after `context`: "%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a
@@ -740,6 +811,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         # (example, ids) -> the scan of those ids as far as it is final (see _state). A state depends on nothing
         # else, so the last step's states serve this step's rows whatever order beam search put them in.
         self._states: dict[tuple[int, tuple[int, ...]], tuple] = {}
+        # (example, ids) -> (remaining, end of the last occurrence, its span) of last step's rows whose rules a child
+        # may keep (see _carry_on), and this step's
+        self._carried: dict[tuple[int, tuple[int, ...]], tuple] = {}
+        self._carrying: dict[tuple[int, tuple[int, ...]], tuple] = {}
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
         self._ceilings_for: tuple | None = None  # (width, dtype, device) of the scores they were built for
         self._buffer: torch.Tensor | None = None  # (rows, V): this step's ceilings
@@ -765,7 +840,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
 
     def _state(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], states: dict
-    ) -> tuple[list[int], int, int | None] | None:
+    ) -> tuple[tuple[int, ...], int, int | None] | None:
         """(remaining per span, end of the last occurrence, its span) for row `g` of example `index`, or None once
         the row has ended; records its state for the next step in `states`.
 
@@ -788,15 +863,16 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         position, last_end, last_span = ex.advance(g, position, emitted, last_end, last_span, final)
         states[(index, key)] = (position, tuple(emitted), last_end, last_span, False)
         _, last_end, last_span = ex.advance(g, position, emitted, last_end, last_span, length)  # the rest, for now
-        return [c - e for c, e in zip(ex.counts, emitted)], last_end, last_span
+        return tuple([c - e for c, e in zip(ex.counts, emitted)]), last_end, last_span
 
     def _rules(
-        self, ex: _Example, g: list[int], remaining: list[int], last_end: int, last_span: int | None,
+        self, ex: _Example, g: list[int], remaining: tuple[int, ...], last_end: int, last_span: int | None,
         budget: int | None,
-    ) -> tuple[list[int] | None, set[int], list[int], list[int]]:
+    ) -> tuple[list[int] | None, set[int], list[int], list[int], bool]:
         """The rules for one row: (tokens it must choose among or None, ban components (`_Example.components`),
         single tokens it must not choose, tokens that start a span: what it must choose when the bans, EOS above all,
-        leave it nothing, e.g. when top-k kept EOS alone)."""
+        leave it nothing, e.g. when top-k kept EOS alone; whether a child that goes on calmly keeps these rules
+        (see `_carry_on`))."""
         length = len(g)
         parts = {0} if ex.components[0] else set()
         banned: list[int] = []
@@ -810,21 +886,23 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                         parts.add(1 + 2 * j)
         if last_span is not None and (last_end == length or (ex.has_neighbours and ex.reads_as_nothing(g[last_end:]))):
             parts.add(2 + 2 * last_span)  # right after a span (special tokens read as nothing)
-        if not any(left > 0 for left in remaining):
-            return None, parts, banned, []
+        if not remaining or max(remaining) <= 0:
+            return None, parts, banned, [], True
         banned += self.eos
         # Spans that may start now: not right after text the grammar would merge them with.
         context = ex.context(g, length, last_end, last_span) if ex.has_neighbours else ""
-        if ex.has_neighbours and _SWALLOWING_RE.search(context):
+        swallowing = ex.has_neighbours and _SWALLOWING_RE.search(context) is not None
+        if swallowing:
             startable = [left > 0 and ex.reads_cleanly(context, j) for j, left in enumerate(remaining)]
-        else:  # a text without these marks swallows no placeholder
+            starts = [v[0] for j, left in enumerate(remaining) if left > 0 for v in ex.variants[j]
+                      if startable[j] or not any(startable)]
+            for j, left in enumerate(remaining):
+                if left > 0 and not startable[j]:
+                    banned += [v[0] for v in ex.variants[j]
+                               if not any(startable[k] for _, k in ex.by_first.get(v[0], ()))]
+        else:  # a text without these marks swallows no placeholder: every remaining span may start
             startable = [left > 0 for left in remaining]
-        starts = [v[0] for j, left in enumerate(remaining) if left > 0 for v in ex.variants[j]
-                  if startable[j] or not any(startable)]
-        for j, left in enumerate(remaining):
-            if left > 0 and not startable[j]:
-                banned += [v[0] for v in ex.variants[j]
-                           if not any(startable[k] for _, k in ex.by_first.get(v[0], ()))]
+            starts = ex.starts(remaining)
         need, slack, tight, too_long = ex.budget_rule(remaining, budget)
         banned += too_long
         # A started span: the longest tail after the last occurrence that is a proper prefix of a remaining variant
@@ -846,7 +924,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                     for variant, j in options
                     if budget is None or len(variant) - t + need - ex.min_lengths[j] <= budget
                 ]
-                return fitting or [variant[t] for variant, _ in options], parts, banned, starts
+                return fitting or [variant[t] for variant, _ in options], parts, banned, starts, False
         if tight:
             banned_set = set(banned).union(*(ex.components[p] for p in parts))
             starts_now = [
@@ -858,7 +936,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             ]
             fine = [t for t, ok in starts_now if ok]
             if fine:
-                return fine, parts, banned, starts
+                return fine, parts, banned, starts, False
             if budget > need:
                 # One token to spare before the next span must start: a space keeps it apart (the model's own free
                 # choice could leave it glued to the text before it again).
@@ -867,25 +945,32 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                     remaining[j] > 0 and ex.starts_cleanly(j, g + [sep], length + 1, last_end, last_span)
                     for j in range(len(remaining))
                 ):
-                    return [sep], parts, banned, starts
-                return None, parts, banned, starts  # a free step (bans kept): the spans fit after it
+                    return [sep], parts, banned, starts, False
+                return None, parts, banned, starts, False  # a free step (bans kept): the spans fit after it
             # No room left to keep the next span apart from the text before it: it may read differently (the check
             # after generation warns if the output lacks it).
-            return [t for t, _ in starts_now], parts, banned, starts
-        return None, parts, banned, starts
+            return [t for t, _ in starts_now], parts, banned, starts, False
+        return None, parts, banned, starts, not swallowing
 
     def _decide(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], budget: int | None, scores: torch.Tensor,
         states: dict, row: int,
-    ) -> tuple[torch.Tensor, list[int] | None, list[int]] | None:
+    ) -> tuple[torch.Tensor, list[int], list[int] | None, list[int]] | None:
         """What row `g` (row `row` of `scores`) gets, or None when it is left alone: (its (V,) ceiling (see
-        `_ceiling`), the tokens it must choose among or None when it is only banned some, the span starts a banned row
-        falls back on)."""
+        `_ceiling`), single ids banned besides, the tokens it must choose among or None when it is only banned some,
+        the span starts a banned row falls back on)."""
+        carried = self._carried.get((index, key[:-1]))
+        if carried is not None and g[-1] not in self._eos_set and ex.goes_on_calmly(g[-1]):
+            decision = self._carry_on(index, ex, g, key, carried, budget, scores, states, row)
+            if decision is not _UNDECIDED:
+                return decision
         state = self._state(index, ex, g, key, states)
         if state is None:
             return None
         width = scores.shape[-1]
-        allowed, parts, banned, starts = self._rules(ex, g, *state, budget)
+        allowed, parts, banned, starts, carries = self._rules(ex, g, *state, budget)
+        if carries:
+            self._carrying[(index, key)] = state
         if allowed is None and starts and self.eos and self._wants_end(scores, row):
             # The model wants to end but spans remain: place one now (the model chooses which) rather than let it
             # wander on through text it did not want until the budget forces the spans in.
@@ -900,9 +985,51 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             banned_set = set(banned)
             kept = [t for t in allowed if t not in banned_set and not any(t in ex.components[p] for p in parts)]
             kept = kept or allowed
-            return self._ceiling(ex, (None, None, tuple(sorted(set(kept)))), scores), kept, []
-        ceiling = self._ceiling(ex, (index, tuple(sorted(parts)), tuple(sorted(set(banned)))), scores)
-        return None if ceiling is None else (ceiling, None, [t for t in starts if t < width])
+            return self._ceiling(ex, None, frozenset(kept), scores), (), kept, []
+        return self._banned(ex, index, frozenset(parts), banned, starts, scores)
+
+    def _carry_on(
+        self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], carried: tuple, budget: int | None,
+        scores: torch.Tensor, states: dict, row: int,
+    ) -> Any:
+        """`_decide` for a row whose parent's rules carry over (`carried`: the parent's (remaining per span, end of
+        the last occurrence, its span)) and whose last token goes on calmly (`_Example.goes_on_calmly`): that token
+        starts, continues and ends no span, so the scan's state is the parent's, and it adds no mark to the text
+        before the next span, so every remaining span may still start. Only what changes with each step is looked
+        at again: the budget, whether the model wants to end, the invented-placeholder bans. `_UNDECIDED` when the
+        full rules must decide (the budget is tight, or EOS is on top and a span must start)."""
+        parent = self._states.get((index, key[:-1]))
+        if parent is None:
+            return _UNDECIDED
+        remaining, last_end, _ = carried
+        banned, parts = ex.calm_bans(remaining)
+        starts: list[int] = []
+        if remaining and max(remaining) > 0:
+            _, _, tight, too_long = ex.budget_rule(remaining, budget)
+            starts = ex.starts(remaining)
+            if tight or (self.eos and self._wants_end(scores, row)):
+                return _UNDECIDED
+            banned = banned + self.eos + too_long
+        states[(index, key)] = parent  # still a valid scan of `g` (up to a position no later than before)
+        self._carrying[(index, key)] = carried
+        if ex.has_neighbours:
+            banned = banned + ex.inventing(g, last_end, self._inventions)
+        return self._banned(ex, index, parts, banned, starts, scores)
+
+    def _banned(
+        self, ex: _Example, index: int, parts: frozenset[int], banned: list[int], starts: list[int],
+        scores: torch.Tensor,
+    ) -> tuple[torch.Tensor, list[int], None, list[int]] | None:
+        """The decision of a row that is only banned ids (ban components `parts`, single ids `banned`), or None when
+        that bans nothing below V."""
+        width = scores.shape[-1]
+        ceiling = self._ceiling(ex, index, parts, scores)
+        singles = sorted({t for t in banned if 0 <= t < width})
+        if ceiling is None:
+            if not singles:
+                return None
+            ceiling = self._ceilings[("free",)]
+        return ceiling, singles, None, [t for t in starts if t < width]
 
     def _wants_end(self, scores: torch.Tensor, row: int) -> bool:
         """Whether EOS is row `row`'s highest-scoring token; all rows at once, the first time a step asks (amax:
@@ -911,26 +1038,25 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             self._ends = (scores, (scores[:, self.eos].amax(-1) >= scores.amax(-1)).tolist())
         return self._ends[1][row]
 
-    def _ceiling(self, ex: _Example, key: tuple, scores: torch.Tensor) -> torch.Tensor | None:
-        """The (V,) ceiling of a row's decision, built once per decision: `torch.minimum(scores, ceiling)` applies
-        it (float ops: masked_fill and bool reductions are ten times slower on CPU). `key` is `(example, ban
-        components, banned ids)`: +inf but -inf at the banned ids below V (None when there is none), or `(None,
-        None, allowed ids)`: -inf but +inf at the allowed ids."""
-        cache_key = key  # the cache holds one width, dtype and device (see __call__)
-        if cache_key not in self._ceilings:
-            index, parts, ids = key
-            ids = [t for t in ids if 0 <= t < scores.shape[-1]]
-            if parts is None:
-                ceiling = _filled(scores, -float("inf"), ids, float("inf"))
-            else:  # the components' own ceilings (large sets, built once each) and the few single ids
-                components = [c for c in (self._component(ex, index, p, scores) for p in parts) if c is not None]
-                ceiling = None
-                if components or ids:
-                    ceiling = _filled(scores, float("inf"), ids, -float("inf"))
-                    for component in components:
+    def _ceiling(self, ex: _Example, index: int | None, ids: frozenset[int] | None, scores: torch.Tensor) -> Any:
+        """The (V,) ceiling of a decision, built once and kept: `torch.minimum(scores, ceiling)` applies it (float
+        ops: masked_fill and bool reductions are ten times slower on CPU). With `index` (a banned row of example
+        `index`), `ids` are its ban components: +inf but -inf where they ban (None when they ban nothing below V; the
+        row's single banned ids go into the step's stacked ceilings afterwards, see __call__). Without, `ids` are the
+        allowed ids: -inf but +inf there."""
+        key = (index, ids)  # the cache holds one width, dtype and device (see __call__)
+        if key not in self._ceilings:
+            if index is None:
+                ceiling = _filled(scores, -float("inf"), [t for t in ids if 0 <= t < scores.shape[-1]], float("inf"))
+            else:  # the components' own ceilings (large sets, built once each)
+                components = [c for c in (self._component(ex, index, part, scores) for part in ids) if c is not None]
+                ceiling = components[0] if len(components) == 1 else None
+                if len(components) > 1:
+                    ceiling = components[0].clone()
+                    for component in components[1:]:
                         torch.minimum(ceiling, component, out=ceiling)
-            self._ceilings[cache_key] = ceiling
-        return self._ceilings[cache_key]
+            self._ceilings[key] = ceiling
+        return self._ceilings[key]
 
     def _component(self, ex: _Example, index: int, part: int, scores: torch.Tensor) -> torch.Tensor | None:
         """The (V,) ceiling of ban component `part` of example `index` alone (None when it bans nothing below V)."""
@@ -977,9 +1103,14 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if free not in self._ceilings:
             self._ceilings[free] = _filled(scores, float("inf"), [], None)
         ceilings = [self._ceilings[free]] * rows
+        ban_rows: list[int] = []  # (row, id) pairs banned besides the rows' ceilings
+        ban_ids: list[int] = []
         forced: dict[int, list[int]] = {}  # row -> the tokens it must choose among
         fallback: dict[int, list[int]] = {}  # banned row -> the span starts to fall back on
         last = len(self.examples) - 1
+        for ex in self.examples:
+            ex.next_step()
+        self._carrying = {}
         for row, g in enumerate(input_ids.tolist()):
             index = min(row // per_example, last)
             ex = self.examples[index]
@@ -991,12 +1122,15 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 decision = decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, row)
             if decision is None:
                 continue
-            ceilings[row], allowed, starts = decision
+            ceilings[row], singles, allowed, starts = decision
+            if singles:
+                ban_rows += [row] * len(singles)
+                ban_ids += singles
             if allowed is not None:
                 forced[row] = allowed
             else:
                 fallback[row] = starts
-        self._states = states
+        self._states, self._carried = states, self._carrying
         if not forced and not fallback:
             return scores
         # The rows' ceilings go into one buffer kept across steps: a new (rows, V) tensor each step costs more in
@@ -1004,7 +1138,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         buffer = self._buffer
         if buffer is None or buffer.shape != scores.shape or buffer.dtype != scores.dtype or buffer.device != device:
             self._buffer = torch.empty_like(scores)
-        out = torch.minimum(scores, torch.stack(ceilings, out=self._buffer))  # (rows, V)
+        stacked = torch.stack(ceilings, out=self._buffer)  # (rows, V)
+        if ban_rows:  # one write for the whole step: a ceiling per banned set would cost a (V,) tensor each
+            stacked[torch.tensor(ban_rows, device=device), torch.tensor(ban_ids, device=device)] = -float("inf")
+        out = torch.minimum(scores, stacked)  # (rows, V)
         for row, top in enumerate(out.amax(-1).tolist()):
             if top != -float("inf"):
                 continue

@@ -490,6 +490,66 @@ def test_each_rows_state_is_its_full_scan_whatever_the_parent_order(copier):
             rows = [p + [rng.choice(tokens)] if rng.random() > 0.05 else p + [9, rng.choice(tokens)] for p in parents]
 
 
+@pytest.mark.parametrize(
+    "vocabulary, protect",
+    [(vocabulary, protect) for vocabulary in ("word", "unigram", "bpe") for protect in ("placeholders", r"\d+|[A-Z][a-z]+")]
+    + [("word", "oov"), ("word", "spelled by hand")],  # (subword vocabularies have no out-of-vocabulary words here)
+)
+def test_a_row_that_goes_on_calmly_gets_what_the_full_rules_give(request, monkeypatch, protect, vocabulary):
+    """The shortcut of a row that keeps its parent's rules (its new token starts, continues and ends no span and
+    holds no placeholder mark) decides exactly as the full rules do, step by step, through beam-like reordering,
+    forks, rows never seen before, budgets that run out (spans spelled in more than one way, of different lengths)
+    and EOS on top."""
+    from hf_pgen.protection_pointer_generator import _UNDECIDED, _Example
+
+    if vocabulary == "word":
+        tokenizer = request.getfixturevalue("tokenizer")
+    else:
+        from training.tokenizer import train_shared_tokenizer
+
+        texts = corpus_texts("train", limit=2000) + [" ".join(PLACEHOLDERS)] * 5
+        tokenizer = train_shared_tokenizer(texts, vocabulary, vocab_size=400)
+    processor = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
+    rng = random.Random(3)
+    sources = _random_sources(rng, 6) + ["Close the window", "Save all files"]  # (those without spans too)
+    if protect == "spelled by hand":  # spans spelled in several ways of different lengths: the budget bans long ones
+        pool = list(range(5, 40))
+        entries = [{"spans": [{"text": f"span {j}", "count": rng.choice([1, 2]),
+                               "sequences": [rng.sample(pool, rng.randrange(1, 6)) for _ in range(rng.randrange(1, 4))]}
+                              for j in range(rng.randrange(1, 4))]} for _ in sources]
+    else:
+        entries = processor(sources, padding=True, return_tensors="pt", protect=protect)["protected_spans"]
+    eos = tokenizer.eos_token_id
+    processors = [ProtectedSpansLogitsProcessor(entries, eos_token_id=eos, max_new_tokens=24) for _ in range(2)]
+    span_tokens = sorted({t for ex in processors[0].examples for vs in ex.variants for v in vs for t in v}) or [eos]
+    ids = range(len(tokenizer) + 4)  # copy ids too
+    pieces = _piece_ids(tokenizer)
+    per_example = 3
+    rows = [[eos] for _ in range(len(sources) * per_example)]
+    taken = []
+    carry_on = processors[0]._carry_on
+    processors[0]._carry_on = lambda *args: taken.append(carry_on(*args)) or taken[-1]
+    for step in range(30):
+        input_ids = torch.tensor(rows)
+        scores = torch.randn(len(rows), len(ids))
+        scores[:, pieces] += 1.5  # placeholder pieces: rows begin placeholders the rules must not let them complete
+        scores[::4, eos] = 10.0  # some rows want to end
+        out = processors[0](input_ids, scores.clone())
+        with monkeypatch.context() as patch:
+            patch.setattr(_Example, "goes_on_calmly", lambda self, token: False)
+            expected = processors[1](input_ids, scores.clone())
+        assert torch.equal(out, expected), step
+        parents = [rows[(r // per_example) * per_example + rng.randrange(per_example)] for r in range(len(rows))]
+        rows = []
+        for parent in parents:  # mostly the processor's own choice, sometimes a span token or any token
+            choice = rng.random()
+            token = rng.choice(span_tokens) if choice < 0.2 else rng.choice(ids) if choice < 0.3 else None
+            rows.append(parent + [token] if token is not None else None)
+        rows = [row if row is not None else parents[r] + [int(out[r].argmax())] for r, row in enumerate(rows)]
+    decided = [t for t in taken if t is not _UNDECIDED]
+    assert len(decided) >= 10 and len(taken) > len(decided)  # the shortcut decided rows, and handed some back
+
+
 def test_the_vocabulary_is_read_once_per_processor(copier, monkeypatch):
     from hf_pgen import protection_pointer_generator as protection
 
