@@ -404,34 +404,39 @@ def _protected_spans_for_batch(
                 if not isinstance(mode, (str, re.Pattern)):
                     found_literals.add(span_text)
                 covering = [p for p, (s, e) in enumerate(offsets) if mask[p] and e > s and s < end and e > start]
-                if not covering:
+                variants = list(speller.alone(span_text))
+                first, last = (offsets[covering[0]][0], offsets[covering[-1]][1]) if covering else (end, start)
+                cut = first > start or last < end  # (partly) past the truncation: the model did not read it
+                if cut and variants:
                     warnings.warn(
-                        f"Protected span {span_text!r} of source {index} was cut off by truncation: it is not "
-                        "protected. Raise max_length to protect it.",
+                        f"Protected span {span_text!r} of source {index} lies past the truncation: the model did not "
+                        "read it, but it is still placed in the output, spelled from the vocabulary. Raise max_length "
+                        "to let the model read it.",
                         UserWarning,
                         stacklevel=4,
                     )
-                    continue
-                variants = list(speller.alone(span_text))
-                first, last = offsets[covering[0]][0], offsets[covering[-1]][1]
                 # The source's own ids count only when its tokens start and end at the span (folded-in whitespace
-                # aside): otherwise they would force context characters that are not part of the span.
-                if not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip():
+                # aside): otherwise they would force context characters that are not part of the span (or, cut
+                # off by truncation, only part of it).
+                if not cut and not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip():
                     own = tuple(ids[p] for p in covering)
                     if speller.unk not in own:
                         variants.append(own)
                 variants += [speller.strip(v) for v in variants]
-                entry = by_text.setdefault(span_text, {"count": 0, "variants": []})
+                entry = by_text.setdefault(span_text, {"count": 0, "variants": [], "cut": False})
                 entry["count"] += 1
                 entry["variants"] += variants
+                entry["cut"] = entry["cut"] or cut
         spans = []
         for span_text, entry in by_text.items():
             variants = _prune(entry["variants"])
             if not variants:
+                why = ("lies past the truncation (raise max_length to let the model read it), and the span alone has "
+                       "unknown tokens" if entry.get("cut") else "its tokens there also cover text outside the span, and "
+                       "the span alone has unknown tokens")
                 warnings.warn(
-                    f"Protected span {span_text!r} of source {index} cannot be spelled by the model (its tokens "
-                    "there also cover text outside the span, and the span alone has unknown tokens): it is not "
-                    "protected.",
+                    f"Protected span {span_text!r} of source {index} cannot be spelled by the model ({why}): it is "
+                    "not protected.",
                     UserWarning,
                     stacklevel=4,
                 )

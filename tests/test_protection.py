@@ -384,6 +384,29 @@ def test_spans_are_placed_even_when_an_earlier_processor_leaves_only_eos(tokeniz
         assert outputs[-1] == ""  # no span: EOS at once, as without protection
 
 
+def test_a_span_past_the_truncation_is_still_placed_and_never_by_its_cut_pieces(copier, subword_tokenizer):
+    """The guarantee is about the source text: a placeholder that truncation cut off (wholly or in the middle) is
+    still placed, spelled from the vocabulary, never counted as placed by the pieces of it the model did read."""
+    model, processor = copier
+    source = "Open the window and then %s or {name}"
+    with pytest.warns(UserWarning, match="past the truncation"):
+        batch = processor([source], protect="placeholders", max_length=6, padding=True, return_tensors="pt")
+    outputs = processor.batch_decode(model.generate(**batch, max_new_tokens=20), batch)
+    _check_placeholders([source], outputs)
+    # cut in the middle of a placeholder spelled in several pieces: every variant spells all of it
+    tokenizer = subword_tokenizer
+    pieces = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
+    source = "Delete %(count)d files"
+    full = len(tokenizer(source)["input_ids"])
+    for max_length in range(3, full):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (entry,) = pieces([source], protect="placeholders", max_length=max_length)["protected_spans"]
+        for span in entry["spans"]:
+            for variant in span["sequences"]:
+                assert tokenizer.decode(variant).strip() == span["text"], (max_length, variant)
+
+
 def test_bad_input_gives_clear_errors_and_warnings(copier):
     model, processor = copier
     for protect, match in [("", "empty pattern"), ("(", "not a valid regular expression"), ("a*", "empty string"),
@@ -400,8 +423,10 @@ def test_bad_input_gives_clear_errors_and_warnings(copier):
         find_protected_spans("version v2.3 now", ["v2", "v2.3"])
     with pytest.warns(UserWarning, match="occur in none"):
         processor(["Open the window"], protect=["Nakamura"])
-    with pytest.warns(UserWarning, match="cut off by truncation"):
+    with pytest.warns(UserWarning, match="lies past the truncation.*still placed"):
         processor(["Open the window and then %s"], protect="placeholders", max_length=4)
+    with pytest.warns(UserWarning, match="past the truncation.*unknown tokens.*not protected"):
+        processor(["Open the window and then Zyxwvut"], protect=["Zyxwvut"], max_length=4)
     batch = processor(["Delete %(count)d and %(name)s"], return_tensors="pt", protect="placeholders")
     need = sum(min(map(len, span["sequences"])) for span in batch["protected_spans"][0]["spans"])
     with pytest.warns(UserWarning, match="too few tokens"):
