@@ -15,14 +15,17 @@ Two halves:
   token sequences that spell it (the batch key `protected_spans`, read by `generate()`).
 - Decode side (`ProtectedSpansLogitsProcessor`): a `LogitsProcessor` that keys every hypothesis' state by its own
   `input_ids`: a row carries on its parent's (the same ids without the last one), so beam reordering, sampling,
-  `num_return_sequences` and the KV cache need nothing special, and a step costs about ten microseconds per row
-  whatever the length. Each row's bans or forced tokens are one cached (V,) ceiling; a step applies them at once.
+  `num_return_sequences` and the KV cache need nothing special. A row whose new token is calm (it starts,
+  continues and ends no span and holds no placeholder mark) keeps its parent's rules and only looks again at what
+  changes each step (`_carry_on`), so most rows cost a few microseconds a step whatever the length. A row's bans or
+  forced tokens are a cached (V,) ceiling plus a few single ids; a step applies them all at once.
 
 The token sequences of a span ("variants"):
 
 1. the source's own ids at the span (extended ids included, so with the copy head a span of characters the
    vocabulary lacks still comes out), when the tokens there start and end at the span (whitespace a token folded in,
-   a leading "▁", is allowed);
+   a leading "▁", is allowed) and the model read all of it (a span that truncation cut off, wholly or in part, is
+   spelled by 2 and 3 only, with a warning);
 2. the tokenization of the span text alone, with and without a leading space, where it holds no unknown token and
    decodes back to the span text;
 3. each of these without leading tokens that are only whitespace ("▁").
@@ -57,6 +60,10 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   no placeholder at all, however many tokens one runs over. The heads where one may have begun are few
   (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up once per head text.
   With a regex, literals or `"oov"`, an example without spans is left alone entirely.
+- *Stray marks* (`protect="placeholders"`): a token (or copy) whose text holds one of "%{}<>" that the source holds
+  nowhere outside its placeholders is forbidden, except as the first token of a span that remains (a span's later
+  tokens come out through the started-span rule): `%(resourced`, `{count, {count` and a stray `<` break a format
+  call or markup as an invented placeholder does, whether or not the grammar reads them as one.
 - Nothing else is forced. When a processor that runs before this one (forced EOS, no-repeat n-grams, the caller's
   own; generate() runs the sampling warpers after it) has removed every token a rule allows, the rule wins (its
   tokens get score 0), and a row its bans would leave with no token starts a span (or keeps its scores).
@@ -366,6 +373,31 @@ def _calm_ids(tokenizer: Any, cache: dict[str, Any]) -> frozenset[int]:
     return cache["calm_ids"]
 
 
+_STRAY_MARKS = "%{}<>"  # what a format call or markup reads as the start or end of a placeholder
+
+
+def _stray_ids(
+    text: str, spans: list[tuple[int, int]], oov_words: Sequence[str], vocab_size: int, tokenizer: Any,
+    cache: dict[str, Any],
+) -> list[int]:
+    """Ids (vocabulary and this source's copies) whose text holds a mark of `_STRAY_MARKS` that `text` holds nowhere
+    outside its placeholder `spans`: a stray "%" or "{" that no placeholder closes breaks `str % args` and
+    `str.format` as an invented placeholder does, and a stray "<" breaks markup."""
+    if "mark_ids" not in cache:
+        texts = _context_texts(tokenizer, cache)
+        cache["mark_ids"] = {mark: [i for i, t in enumerate(texts) if mark in t] for mark in _STRAY_MARKS}
+    free, last = [], 0
+    for start, end in spans:
+        free.append(text[last:start])
+        last = end
+    free.append(text[last:])
+    free_text = "".join(free)
+    lacking = [mark for mark in _STRAY_MARKS if mark not in free_text]
+    ids = {i for mark in lacking for i in cache["mark_ids"][mark]}
+    ids.update(vocab_size + slot for slot, word in enumerate(oov_words) if any(mark in word for mark in lacking))
+    return sorted(ids)
+
+
 def _protected_spans_for_batch(
     tokenizer: Any,
     texts: Sequence[str],
@@ -399,7 +431,10 @@ def _protected_spans_for_batch(
                     entry["variants"].append((token_id,))
         else:
             offsets = [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)]
-            for start, end in find_protected_spans(text, mode):
+            found = find_protected_spans(text, mode)
+            if mode == "placeholders":  # marks the source's text around its placeholders lacks stay out of the output's
+                stray = _stray_ids(text, found, oov_words, vocab_size, tokenizer, cache)
+            for start, end in found:
                 span_text = text[start:end]
                 if not isinstance(mode, (str, re.Pattern)):
                     found_literals.add(span_text)
@@ -450,7 +485,8 @@ def _protected_spans_for_batch(
             spans.append({"text": span_text, "count": entry["count"], "sequences": [list(v) for v in variants],
                           "extensions": extensions, "not_after": after})
         result = {"spans": spans, "forbidden_ids": forbidden}
-        if mode == "placeholders":  # what the grammar needs to see the text before a span (shared lists)
+        if mode == "placeholders":
+            result["stray_ids"] = stray  # what the grammar needs to see the text before a span (shared lists)
             result.update(context_texts=_context_texts(tokenizer, cache), oov_words=list(oov_words),
                           vocab_size=vocab_size, separator=_separator(tokenizer, cache),
                           completers=_completers(tokenizer, cache), inventions=cache.setdefault("inventions", {}),
@@ -602,6 +638,15 @@ class _Example:
         self.components: list[frozenset[int]] = [forbidden]
         for j in range(len(self.texts)):
             self.components += [extensions[j], not_after[j]]
+        # The last component: stray marks (see _stray_ids), except the first tokens of spans, which may start one;
+        # an exhausted span's first tokens with such marks are banned one by one (see stray_starts).
+        stray = frozenset(entry.get("stray_ids", ()))
+        firsts = {v[0] for vs in self.variants for v in vs}
+        self.stray_part = len(self.components)
+        self.components.append(stray - firsts)
+        self._stray_firsts = [sorted({v[0] for v in vs} & stray) for vs in self.variants]
+        self._stray_starts: dict[tuple[int, ...], list[int]] = {}
+        self.base_parts = frozenset(p for p in (0, self.stray_part) if self.components[p])  # every row's
 
     def __bool__(self) -> bool:
         return bool(self.texts) or self.has_neighbours
@@ -694,15 +739,24 @@ class _Example:
             too_long.append(token)
         return need, slack, False, too_long
 
+    def stray_starts(self, remaining: tuple[int, ...]) -> list[int]:
+        """First tokens of exhausted spans that hold a stray mark and start no span `remaining` still holds."""
+        if remaining not in self._stray_starts:
+            open_starts = set(self.starts(remaining))
+            self._stray_starts[remaining] = [
+                t for j, left in enumerate(remaining) if left <= 0 for t in self._stray_firsts[j] if t not in open_starts
+            ]
+        return self._stray_starts[remaining]
+
     def calm_bans(self, remaining: tuple[int, ...]) -> tuple[list[int], frozenset[int]]:
         """(single ids, ban components) that `_rules` gives a row with spans `remaining` after a token that no variant
         holds and that is not right after a span: the one-token variants of exhausted spans, with their extensions,
-        and the forbidden ids."""
+        the forbidden ids and the stray marks."""
         if remaining not in self._singles:
             spans = [j for j, left in enumerate(remaining) if left <= 0 and any(len(v) == 1 for v in self.variants[j])]
             self._singles[remaining] = (
-                [v[0] for j in spans for v in self.variants[j] if len(v) == 1],
-                frozenset([1 + 2 * j for j in spans] + ([0] if self.components[0] else [])),
+                [v[0] for j in spans for v in self.variants[j] if len(v) == 1] + self.stray_starts(remaining),
+                frozenset([1 + 2 * j for j in spans]) | self.base_parts,
             )
         return self._singles[remaining]
 
@@ -879,8 +933,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         leave it nothing, e.g. when top-k kept EOS alone; whether a child that goes on calmly keeps these rules
         (see `_carry_on`))."""
         length = len(g)
-        parts = {0} if ex.components[0] else set()
-        banned: list[int] = []
+        parts = set(ex.base_parts)
+        banned: list[int] = list(ex.stray_starts(remaining))
         for j, left in enumerate(remaining):
             if left <= 0:  # exhausted: no variant of it may complete again
                 for variant in ex.variants[j]:
@@ -988,7 +1042,9 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             if not allowed:
                 return None
             banned_set = set(banned)
-            kept = [t for t in allowed if t not in banned_set and not any(t in ex.components[p] for p in parts)]
+            # (the stray-mark component bans tokens inside spans too: a forced row continues its span regardless)
+            kept = [t for t in allowed if t not in banned_set
+                    and not any(t in ex.components[p] for p in parts if p != ex.stray_part)]
             kept = kept or allowed
             return self._ceiling(ex, None, frozenset(kept), scores), (), kept, []
         return self._banned(ex, index, frozenset(parts), banned, starts, scores)
