@@ -760,6 +760,11 @@ class _Example:
             )
         return self._singles[remaining]
 
+    def bans(self, token: int, banned: list[int], parts: Any) -> bool:
+        """Whether a row with single bans `banned` and ban components `parts` bans `token` (a few tokens are asked:
+        no union of the large components)."""
+        return token in banned or any(token in self.components[p] for p in parts)
+
     def goes_on_calmly(self, token: int) -> bool:
         """Whether a row that ends with `token` (not EOS) keeps the rules its parent had (`token` starts or
         continues no span and, for placeholders, reads as text without a placeholder's marks; see
@@ -985,9 +990,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 ]
                 return fitting or [variant[t] for variant, _ in options], parts, banned, starts, False
         if tight:
-            banned_set = set(banned).union(*(ex.components[p] for p in parts))
             starts_now = [
-                (variant[0], startable[j] and variant[0] not in banned_set)
+                (variant[0], startable[j] and not ex.bans(variant[0], banned, parts))
                 for j, variants in enumerate(ex.variants)
                 if remaining[j] > 0
                 for variant in variants
@@ -1033,8 +1037,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if allowed is None and starts and self.eos and self._wants_end(scores, row):
             # The model wants to end but spans remain: place one now (the model chooses which) rather than let it
             # wander on through text it did not want until the budget forces the spans in.
-            banned_set = set(banned).union(*(ex.components[p] for p in parts))
-            allowed = [t for t in starts if t not in banned_set] or None
+            allowed = [t for t in starts if not ex.bans(t, banned, parts)] or None
         if allowed is None and ex.has_neighbours:
             banned = banned + ex.inventing(g, state[1], self._inventions)
         if allowed is not None:
