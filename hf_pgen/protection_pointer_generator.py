@@ -485,8 +485,8 @@ def _protected_spans_for_batch(
             spans.append({"text": span_text, "count": entry["count"], "sequences": [list(v) for v in variants],
                           "extensions": extensions, "not_after": after})
         result = {"spans": spans, "forbidden_ids": forbidden}
-        if mode == "placeholders":
-            result["stray_ids"] = stray  # what the grammar needs to see the text before a span (shared lists)
+        if mode == "placeholders":  # the stray marks, and what the grammar needs to see the text before a span
+            result["stray_ids"] = stray
             result.update(context_texts=_context_texts(tokenizer, cache), oov_words=list(oov_words),
                           vocab_size=vocab_size, separator=_separator(tokenizer, cache),
                           completers=_completers(tokenizer, cache), inventions=cache.setdefault("inventions", {}),
