@@ -1022,9 +1022,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         """What row `g` (row `row` of `scores`) gets, or None when it is left alone: (its (V,) ceiling (see
         `_ceiling`), single ids banned besides, the tokens it must choose among or None when it is only banned some,
         the span starts a banned row falls back on)."""
-        carried = self._carried.get((index, key[:-1]))
+        parent_key = (index, key[:-1])  # the row one token shorter, as the last step saw it
+        carried = self._carried.get(parent_key)
         if carried is not None and g[-1] not in self._eos_set and ex.goes_on_calmly(g[-1]):
-            decision = self._carry_on(index, ex, g, key, carried, budget, scores, states, row)
+            decision = self._carry_on(index, ex, g, key, parent_key, carried, budget, scores, states, row)
             if decision is not _UNDECIDED:
                 return decision
         state = self._state(index, ex, g, key, states)
@@ -1053,8 +1054,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         return self._banned(ex, index, frozenset(parts), banned, starts, scores)
 
     def _carry_on(
-        self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], carried: tuple, budget: int | None,
-        scores: torch.Tensor, states: dict, row: int,
+        self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], parent_key: tuple, carried: tuple,
+        budget: int | None, scores: torch.Tensor, states: dict, row: int,
     ) -> Any:
         """`_decide` for a row whose parent's rules carry over (`carried`: the parent's (remaining per span, end of
         the last occurrence, its span)) and whose last token goes on calmly (`_Example.goes_on_calmly`): that token
@@ -1062,7 +1063,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         before the next span, so every remaining span may still start. Only what changes with each step is looked
         at again: the budget, whether the model wants to end, the invented-placeholder bans. `_UNDECIDED` when the
         full rules must decide (the budget is tight, or EOS is on top and a span must start)."""
-        parent = self._states.get((index, key[:-1]))
+        parent = self._states.get(parent_key)
         if parent is None:
             return _UNDECIDED
         remaining, last_end, _ = carried
