@@ -225,6 +225,40 @@ def test_a_saved_model_decodes_with_its_own_generation_settings(runs, tmp_path, 
     assert again == trained
 
 
+def test_no_repeat_ngram_size_is_used_and_saved_for_later_runs(runs, tmp_path):
+    """--no_repeat_ngram_size reaches generate() (no output repeats a bigram) and the saved generation config, so a
+    later predict-only run of the folder decodes the same way without the flag; the flag there overrides it."""
+    from transformers import GenerationConfig
+
+    model_dir, _ = runs["copy"]
+    first = tmp_path / "first"
+    run_translation.main(predict_args(model_dir, first, "--no_repeat_ngram_size", "2"))
+    predictions = (first / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    for text in predictions:
+        words = text.split()
+        bigrams = list(zip(words, words[1:]))
+        assert len(bigrams) == len(set(bigrams)), text
+    plain = (model_dir / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
+    assert predictions != plain  # the tiny model repeats itself: the flag changed something
+
+    # A model trained with the flag keeps it.
+    model_args, copy_args, data_args, _ = run_translation.parse_args(
+        predict_args(model_dir, tmp_path / "x", "--no_repeat_ngram_size", "2"))
+    tokenizer = __import__("transformers").AutoTokenizer.from_pretrained(model_dir)
+    model = run_translation.build_model(model_args, data_args, tokenizer, False, run_translation.copy_settings(copy_args))
+    assert model.generation_config.no_repeat_ngram_size == 2
+    model.save_pretrained(tmp_path / "saved")
+    tokenizer.save_pretrained(tmp_path / "saved")
+    assert GenerationConfig.from_pretrained(tmp_path / "saved").no_repeat_ngram_size == 2
+    model_args, copy_args, data_args, _ = run_translation.parse_args(predict_args(tmp_path / "saved", tmp_path / "y"))
+    reloaded = run_translation.build_model(model_args, data_args, tokenizer, False,
+                                           run_translation.copy_settings(copy_args))
+    assert reloaded.generation_config.no_repeat_ngram_size == 2
+    run_translation.main(predict_args(tmp_path / "saved", tmp_path / "again"))
+    assert (tmp_path / "again" / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:-1] == \
+        predictions
+
+
 def test_template_sits_beside_the_renderer_under_a_template_name():
     from training.model_card import TEMPLATE_PATH
 

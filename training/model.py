@@ -94,6 +94,8 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
     # wrapper's suppress_tokens a reloaded model would decode differently from the run that trained it).
     generation = (wrapped if wrapped is not None and not trained_tokenizer else base).generation_config
     generation.update(max_length=data_args.val_max_target_length, num_beams=data_args.num_beams or 1)
+    if data_args.no_repeat_ngram_size is not None:
+        generation.update(no_repeat_ngram_size=data_args.no_repeat_ngram_size)
     if from_scratch or trained_tokenizer:
         generation.update(decoder_start_token_id=base.config.decoder_start_token_id,
                           bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,

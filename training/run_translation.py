@@ -218,6 +218,11 @@ class DataTrainingArguments:
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N validation pairs."})
     max_predict_samples: int | None = field(default=None, metadata={"help": "Use only the first N test pairs."})
     num_beams: int | None = field(default=None, metadata={"help": "Beams for evaluation/prediction."})
+    no_repeat_ngram_size: int | None = field(
+        default=None,
+        metadata={"help": "In evaluation/prediction outputs an n-gram of this many tokens occurs at most once "
+                          "(generate()'s no_repeat_ngram_size); saved in the model's generation config."},
+    )
     ignore_pad_token_for_loss: bool = field(default=True, metadata={"help": "Ignore padded label positions."})
     source_prefix: str | None = field(default=None, metadata={"help": "Text prepended to every source (T5)."})
     forced_bos_token: str | None = field(
