@@ -261,7 +261,8 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     """The issue's goals, each met or missed by this run's own numbers.
 
     "The best pointer-generator" is the pointer-generator system (either vocabulary, with or without protection)
-    with the highest chrF; it is compared with the subword baseline decoding the same way (protected or not).
+    with the highest chrF; it is compared with the subword baseline decoding the same way (protected or not), except
+    on placeholders kept, where both decode without protection.
     """
     by_name = {s["name"]: s for s in systems}
     best = max((s for s in systems if s["name"].startswith("pgen")), key=lambda s: s["metrics"]["chrf"])
@@ -282,9 +283,14 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     met, detail = beats(best, base, "chrf")
     goals.append({"goal": "the best pointer-generator beats the subword no-copy baseline on chrF (beyond noise)",
                   "met": met, "detail": detail})
-    kept, base_kept = best["metrics"]["placeholders_kept"], base["metrics"]["placeholders_kept"]
-    goals.append({"goal": "the best pointer-generator keeps placeholders more often than the subword baseline",
-                  "met": kept > base_kept, "detail": f"{best['name']} {kept:.1%} vs {base['name']} {base_kept:.1%}"})
+    # On placeholders the models are compared as they decode by themselves: protection brings every system to 100%
+    # (that is its guarantee, measured below), so protected rows cannot tell the copy mechanism from its absence.
+    free = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"]), key=lambda s: s["metrics"]["chrf"])
+    free_base = by_name["subword-nocopy"]
+    kept, base_kept = free["metrics"]["placeholders_kept"], free_base["metrics"]["placeholders_kept"]
+    goals.append({"goal": "the best pointer-generator keeps placeholders more often than the subword baseline (both "
+                          "without protection, which brings every system to 100%)",
+                  "met": kept > base_kept, "detail": f"{free['name']} {kept:.1%} vs {free_base['name']} {base_kept:.1%}"})
     unprotected = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"]),
                       key=lambda s: s["metrics"]["placeholders_kept"])
     kept = unprotected["metrics"]["placeholders_kept"]

@@ -1,0 +1,55 @@
+"""training/main.py: the goals judged from a run's own numbers (systems and significance made up here; the real
+numbers come from `make main`)."""
+
+import pytest
+
+from training.main import SYSTEMS, evaluate_goals
+
+
+def _systems(**kept):
+    """Every system of the job, chrF rising with the name's position, placeholders kept as given (default 1.0)."""
+    out = []
+    for index, system in enumerate(SYSTEMS):
+        out.append({"name": system.name, "protect": system.protect, "trained": system.trained,
+                    "metrics": {"bleu": 20.0 + index, "chrf": 20.0 + index, "placeholders_invented": 0.0,
+                                "placeholders_kept": kept.get(system.name.replace("-", "_").replace("+", "_"), 1.0)}})
+    return out
+
+
+def _significance(systems, significant=True):
+    scores = {s["name"]: s["metrics"] for s in systems}
+    return {"comparisons": {a: {b: {m: {"difference": scores[a][m] - scores[b][m], "significant": significant,
+                                       "p_value": 0.001 if significant else 0.5} for m in ("bleu", "chrf")}
+                                for b in scores} for a in scores}}
+
+
+def _goal(goals, start):
+    (found,) = [g for g in goals if g["goal"].startswith(start)]
+    return found
+
+
+@pytest.mark.parametrize("free_kept, met", [(0.4, True), (0.02, False)])
+def test_placeholders_against_the_baseline_are_judged_without_protection(free_kept, met):
+    """Protection brings every system to 100%, so the protected rows tie by construction: the goal compares the
+    models decoding by themselves (the best unprotected pointer-generator against the unprotected baseline)."""
+    systems = _systems(subword_nocopy=0.03, pgen_word=min(free_kept, 0.3), pgen_subword=free_kept)
+    goals = evaluate_goals(systems, _significance(systems))
+    goal = _goal(goals, "the best pointer-generator keeps placeholders more often")
+    assert goal["met"] is met
+    assert goal["detail"].startswith("pgen-subword ") and "vs subword-nocopy " in goal["detail"]
+    assert "+protect" not in goal["detail"]
+
+
+def test_the_other_goals_follow_the_numbers():
+    systems = _systems(subword_nocopy=0.03, pgen_word=0.95, pgen_subword=0.5)
+    goals = evaluate_goals(systems, _significance(systems))
+    assert len(goals) == 6
+    best = "pgen-subword+protect"  # the highest chrF of the pointer-generators
+    assert _goal(goals, "the best pointer-generator beats copy-source on BLEU")["detail"].startswith(best)
+    assert _goal(goals, "placeholders kept exactly in >= 90%")["met"]  # pgen-word decoding freely: 95%
+    assert _goal(goals, "with protection")["met"]
+    assert all(g["met"] for g in goals)
+    not_significant = evaluate_goals(systems, _significance(systems, significant=False))
+    assert not _goal(not_significant, "the best pointer-generator beats copy-source on chrF")["met"]
+    dropped = _systems(subword_nocopy_protect=0.99)
+    assert not _goal(evaluate_goals(dropped, _significance(dropped)), "with protection")["met"]
