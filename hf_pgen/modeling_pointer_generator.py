@@ -712,7 +712,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         label_smoothing = self.config.label_smoothing
         cache = cache if cache is not None else past_key_values
         source_ids = extended_input_ids if extended_input_ids is not None else input_ids
-        self._check_source_ids(input_ids, extended_input_ids)
+        if not (isinstance(cache, PointerGeneratorCache) and cache.num_extended_slots is not None):
+            # A cache that holds the source's layout was filled by a call that checked this source: every later
+            # decoding step would only repeat three device syncs.
+            self._check_source_ids(input_ids, extended_input_ids)
         if source_ids is None:
             raise ValueError(
                 "The pointer needs the source ids: pass input_ids (or extended_input_ids alongside encoder_outputs)."
