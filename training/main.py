@@ -3,7 +3,7 @@
 
     python -m training.main                 # what `make main` runs (about 25 minutes on 2 CPU cores)
     python -m training.main --fresh         # ignore checkpoints of an earlier (interrupted) run
-    python -m training.main --max_steps 8000 --batch_size 32   # a longer budget for every trained system
+    python -m training.main --max_steps 10000   # twice the budget, about an hour (README: what it measured)
     python -m training.main --max_steps 50 --max_predict_samples 100   # a quick look
 
 Systems, scored on the held-out test split (projects unseen in training), every trained one by
