@@ -228,7 +228,7 @@ def test_a_saved_model_decodes_with_its_own_generation_settings(runs, tmp_path, 
 def test_no_repeat_ngram_size_is_used_and_saved_for_later_runs(runs, tmp_path):
     """--no_repeat_ngram_size reaches generate() (no output repeats a bigram) and the saved generation config, so a
     later predict-only run of the folder decodes the same way without the flag; the flag there overrides it."""
-    from transformers import GenerationConfig
+    from transformers import AutoTokenizer, GenerationConfig
 
     model_dir, _ = runs["copy"]
     first = tmp_path / "first"
@@ -244,7 +244,7 @@ def test_no_repeat_ngram_size_is_used_and_saved_for_later_runs(runs, tmp_path):
     # A model trained with the flag keeps it.
     model_args, copy_args, data_args, _ = run_translation.parse_args(
         predict_args(model_dir, tmp_path / "x", "--no_repeat_ngram_size", "2"))
-    tokenizer = __import__("transformers").AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = run_translation.build_model(model_args, data_args, tokenizer, False, run_translation.copy_settings(copy_args))
     assert model.generation_config.no_repeat_ngram_size == 2
     model.save_pretrained(tmp_path / "saved")
