@@ -5,7 +5,13 @@ import torch
 from testing_utils import UNK, VOCAB, source_batch, tiny_base
 
 from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
-from hf_pgen.modeling_pointer_generator import _word_mass, extended_log_probs, first_occurrence, gold_log_probs
+from hf_pgen.modeling_pointer_generator import (
+    _rows_per_source,
+    _word_mass,
+    extended_log_probs,
+    first_occurrence,
+    gold_log_probs,
+)
 
 
 def wrap(family, **settings):
@@ -220,6 +226,68 @@ def test_beam_scores_match_teacher_forced_recomputation(case_model):
     steps = transition.shape[1]
     torch.testing.assert_close(transition, expected[:, :steps], atol=1e-4, rtol=0)
     torch.testing.assert_close(out.sequences_scores, transition.sum(-1), atol=1e-4, rtol=0)
+
+
+def test_rows_per_source_groups_only_rows_with_the_same_source():
+    torch.manual_seed(0)
+    states = torch.randn(3, 5, 4)  # (B, S, D)
+    mask = torch.ones(3, 5, dtype=torch.long)
+    assert _rows_per_source(states.repeat_interleave(4, 0), mask.repeat_interleave(4, 0)) == 4
+    assert _rows_per_source(states, mask) == 1
+    assert _rows_per_source(states[:1].expand(6, -1, -1), None) == 6  # one source decoded six times
+    # Equal states but another padding: not the same source.
+    other_mask = mask.repeat_interleave(2, 0)
+    other_mask[3, -1] = 0
+    assert _rows_per_source(states.repeat_interleave(2, 0), other_mask) == 1
+    # Runs of unequal length (a source repeated in the batch, then a different one) are not a grouping.
+    uneven = torch.cat([states[:1], states[:1], states[1:2]])
+    assert _rows_per_source(uneven, mask) == 1
+
+
+def test_beam_search_shares_each_sources_pointer_keys_and_scores_as_per_row_keys(monkeypatch):
+    """The hypotheses of a source read its pointer keys once per step; the result equals giving every row its own."""
+    model = wrap("bart", p_gen_bias_init=0.0, coverage=True)
+    input_ids, attention_mask, extended = source_batch()
+    settings = dict(
+        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, num_beams=3,
+        num_return_sequences=3, max_new_tokens=6, return_dict_in_generate=True, output_scores=True,
+    )
+    shared = model.generate(**settings)
+    cache = shared.past_key_values
+    assert cache.rows_per_source == 3 and cache.pointer_keys.shape[0] == 3  # one set of keys per source
+    import hf_pgen.modeling_pointer_generator as modeling
+
+    monkeypatch.setattr(modeling, "_rows_per_source", lambda *args: 1)
+    per_row = model.generate(**settings)
+    assert per_row.past_key_values.pointer_keys.shape[0] == 9
+    assert torch.equal(shared.sequences, per_row.sequences)
+    torch.testing.assert_close(shared.sequences_scores, per_row.sequences_scores, atol=1e-5, rtol=0)
+
+
+def test_row_selection_gives_every_row_its_own_keys_again():
+    model = wrap("bart")
+    input_ids, attention_mask, extended = source_batch()
+    out = model.generate(
+        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, num_beams=2,
+        max_new_tokens=3, return_dict_in_generate=True,
+    )
+    cache = out.past_key_values
+    keys_of_source_1 = cache.pointer_keys[1]
+    cache.batch_select_indices(torch.tensor([3, 0]))  # row 3 decodes source 1, row 0 source 0
+    assert cache.rows_per_source == 1 and cache.pointer_keys.shape[0] == 2
+    assert torch.equal(cache.pointer_keys[0], keys_of_source_1)
+
+
+def test_the_decoder_called_on_its_own_runs_no_copy_step():
+    model = wrap("bart")
+    input_ids, attention_mask, _ = source_batch()
+    with torch.no_grad():
+        encoder_states = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        decoder_out = model.get_decoder()(
+            input_ids=input_ids[:, :2], encoder_hidden_states=encoder_states, encoder_attention_mask=attention_mask
+        )
+    assert decoder_out.last_hidden_state.shape == (3, 2, 32)
+    assert model._copy_step_outputs is None
 
 
 @pytest.mark.parametrize(
