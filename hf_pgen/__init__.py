@@ -7,6 +7,7 @@ AutoConfig, AutoModel and AutoModelForSeq2SeqLM (model_type "pointer_generator")
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from .configuration_pointer_generator import PointerGeneratorConfig
+from .generation_pointer_generator import OOVCopyLimitLogitsProcessor
 from .data_collator import DataCollatorForPointerGenerator
 from .modeling_pointer_generator import (
     PointerGeneratorForConditionalGeneration,
@@ -61,6 +62,7 @@ __all__ = [
     "batch_decode_with_oovs",
     "PointerGeneratorProcessor",
     "ProtectedSpansLogitsProcessor",
+    "OOVCopyLimitLogitsProcessor",
     "find_protected_spans",
     "PointerGeneratorSeq2SeqTrainer",
     "PointerGeneratorEvalPrediction",

@@ -30,6 +30,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 from transformers.utils import logging
 
 from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig
+from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, _oov_copy_limit_processors
 from .protection_pointer_generator import PROTECTED_SPANS_KEY, _protection_processors, _warn_missing_spans
 
 logger = logging.get_logger(__name__)
@@ -635,6 +636,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
         if not getattr(self.config, "custom_pipelines", None):
             self.config.custom_pipelines = copy.deepcopy(CUSTOM_PIPELINES)
+        if getattr(self.generation_config, OOV_COPY_LIMIT_KEY, None) is not None:
+            # GenerationConfig drops attributes it does not know when loading one marked as derived from the model
+            # config: the setting would be saved and silently lost on loading.
+            self.generation_config._from_model_config = False
         return super().save_pretrained(save_directory, *args, **kwargs)
 
     def push_to_hub(self, repo_id: str, *args, tags: list[str] | None = None, **kwargs):
@@ -1025,6 +1030,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         only needed for decoding (`oov_words`, `num_truncated_tokens`) are dropped. Rows never emit a slot their own
         source lacks: the mixture gives it probability 0 (-inf) and every logits processor keeps -inf at -inf.
 
+        `oov_copy_limit=True` (or `generation_config.oov_copy_limit = True`, saved with the model) keeps each
+        out-of-vocabulary source word to as many occurrences as its source has (`OOVCopyLimitLogitsProcessor`).
+
         `output_copy_info=True` (implies `return_dict_in_generate=True`) adds `p_gen`, `pointer_attentions` and
         `copy_shares` to the output (see `PointerGeneratorGenerateOutput`): one teacher-forced forward of the returned
         sequences after decoding, so every decoding strategy gets exactly the values behind its own outputs, and
@@ -1051,6 +1059,15 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 "generate() got encoder_outputs without the source ids the pointer copies from: pass "
                 "extended_input_ids (or input_ids) as well."
             )
+        oov_copy_limit = kwargs.pop(OOV_COPY_LIMIT_KEY, None)
+        if oov_copy_limit is None:
+            config = kwargs.get("generation_config") or self.generation_config
+            oov_copy_limit = getattr(config, OOV_COPY_LIMIT_KEY, False)
+        limited = _oov_copy_limit_processors(
+            oov_copy_limit, kwargs.get("extended_input_ids"), self.config.vocab_size, kwargs
+        )
+        if limited is not None:
+            kwargs["logits_processor"] = limited
         outputs = super().generate(inputs, *args, **kwargs)
         if protected_spans:
             _warn_missing_spans(kwargs["logits_processor"], outputs)  # spans the length limit cut, by name

@@ -687,7 +687,7 @@ def test_constructor_leaves_the_config_alone_and_save_serves_the_pipelines(tmp_p
     saved = json.loads((tmp_path / "config.json").read_text())
     assert set(saved["custom_pipelines"]) == {"translation", "summarization", "text2text-generation"}
     assert (tmp_path / "pipeline_pointer_generator.py").exists()
-    assert not (tmp_path / "generation_pointer_generator.py").exists()
+    assert (tmp_path / "generation_pointer_generator.py").exists()  # the copy-aware decoding rules generate() uses
 
 
 def test_saved_code_imports_only_what_a_python_without_hf_pgen_has(tmp_path):

@@ -627,3 +627,21 @@ print(json.dumps({{"class": type(model).__name__, "out": out}}))
     assert card == (tmp_path / "tiny-pgen" / "README.md").read_text(encoding="utf-8")
     assert "model-index:" in card and "pointer-generator" in card
     assert f'model="{repo_id}"' in card and str(tmp_path) not in card
+
+
+def test_oov_copy_limit_is_saved_for_later_runs_and_means_nothing_without_copying(runs, tmp_path):
+    from transformers import AutoTokenizer, GenerationConfig
+
+    model_dir, _ = runs["copy"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model_args, copy_args, data_args, _ = run_translation.parse_args(
+        predict_args(model_dir, tmp_path / "x", "--oov_copy_limit"))
+    model = run_translation.build_model(model_args, data_args, tokenizer, False, run_translation.copy_settings(copy_args))
+    assert model.generation_config.oov_copy_limit is True
+    model.save_pretrained(tmp_path / "saved")
+    assert GenerationConfig.from_pretrained(tmp_path / "saved").oov_copy_limit is True
+    baseline_dir, _ = runs["baseline"]
+    model_args, _, data_args, _ = run_translation.parse_args(
+        predict_args(baseline_dir, tmp_path / "y", "--no_copy_mechanism", "--oov_copy_limit"))
+    baseline = run_translation.build_model(model_args, data_args, AutoTokenizer.from_pretrained(baseline_dir), False, None)
+    assert getattr(baseline.generation_config, "oov_copy_limit", None) is None  # a plain model has nothing to copy

@@ -109,7 +109,9 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
             generation.update(suppress_tokens=[tokenizer.unk_token_id])
 
     if copy_settings is None:
-        return base
+        return base  # a model without copying has no out-of-vocabulary words: --oov_copy_limit has nothing to limit
+    if data_args.oov_copy_limit:
+        generation.oov_copy_limit = True  # read by PointerGeneratorForConditionalGeneration.generate
     if wrapped is not None and not trained_tokenizer:
         wrapped.generation_config = generation
         return wrapped

@@ -223,6 +223,12 @@ class DataTrainingArguments:
         metadata={"help": "In evaluation/prediction outputs an n-gram of this many tokens occurs at most once "
                           "(generate()'s no_repeat_ngram_size); saved in the model's generation config."},
     )
+    oov_copy_limit: bool = field(
+        default=False,
+        metadata={"help": "Pointer-generator: in evaluation/prediction outputs an out-of-vocabulary source word occurs "
+                          "at most as often as in its source (generate()'s oov_copy_limit); saved in the model's "
+                          "generation config."},
+    )
     ignore_pad_token_for_loss: bool = field(default=True, metadata={"help": "Ignore padded label positions."})
     source_prefix: str | None = field(default=None, metadata={"help": "Text prepended to every source (T5)."})
     forced_bos_token: str | None = field(
