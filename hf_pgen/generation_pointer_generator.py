@@ -55,9 +55,11 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
         allowed = self.source_counts.to(input_ids.device).repeat_interleave(rows // sources, dim=0)  # (R, N)
         used = _slot_counts(input_ids, self.vocab_size, self.num_slots)  # (R, N)
         exhausted = (used >= allowed)[:, :width]  # (R, N')
-        blocked = torch.zeros_like(scores, dtype=torch.bool)
-        blocked[:, self.vocab_size : self.vocab_size + width] = exhausted
-        return scores.masked_fill(blocked, -torch.inf)
+        # Only the N slot columns can change: one copy of the scores, no (R, V + N) mask.
+        limited = scores.clone()
+        slots = limited[:, self.vocab_size : self.vocab_size + width]
+        slots.masked_fill_(exhausted, -torch.inf)
+        return limited
 
 
 def _oov_copy_limit_processors(
