@@ -56,8 +56,9 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
 - *Invented placeholders* (`protect="placeholders"`, sources without placeholders included): every vocabulary token
   whose own text holds a placeholder (per `hf_pgen.placeholders`) is forbidden unless it is a token of one of the
   example's own spans, and so is every token (or copy) that would complete a placeholder begun in the free text
-  since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`): outside its spans the decoded text holds
-  no placeholder at all, however many tokens one runs over. The heads where one may have begun are few
+  since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`), or begun in the 64 tokens before the last
+  span and still open across it (`<b class="` + span `%s` + `">`, which reads the span as part of a tag): outside
+  its spans the decoded text holds no placeholder at all, however many tokens one runs over. The heads where one may have begun are few
   (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up once per head text.
   With a regex, literals or `"oov"`, an example without spans is left alone entirely.
 - *Stray marks* (`protect="placeholders"`): a token (or copy) whose text holds one of "%{}<>" that the source holds
@@ -519,6 +520,7 @@ _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 _SCHEME_STARTS = frozenset(prefix[:k] for prefix in _URL_PREFIXES for k in range(1, len(prefix)))  # "h" ... "https:/"
 _UNDECIDED = object()  # a row not decided yet this step (a decision may be None)
 _WINDOW = 32  # tokens of text before a span that may swallow it (placeholders are short; URLs end at a space)
+_ACROSS = 64  # tokens before a span's end in which a placeholder around it may have been opened (a tag, a brace)
 
 
 def _live_heads(tail: str) -> list[tuple[str, str]]:
@@ -624,6 +626,9 @@ class _Example:
         self.separator: int | None = entry.get("separator") if self.has_neighbours else None  # see _separator
         self.completers: dict[str, list[int]] = entry.get("completers") or {}  # see _completers
         self._copy_inventions: dict[str, list[int]] = {}  # head -> this example's copies that complete it
+        # (last span, ids up to its end) -> text of those ids when a placeholder opened before the span is still open
+        # after it, else None (see _heads_across)
+        self._before_spans: dict[tuple[int, tuple[int, ...]], str | None] = {}
         # ids -> (start, text of the ids from start on): this step's free texts and the last step's, which this
         # step's rows carry on by one token (see free_text; `next_step` turns them over)
         self._texts: dict[tuple[int, ...], tuple[int, str]] = {}
@@ -651,13 +656,19 @@ class _Example:
     def __bool__(self) -> bool:
         return bool(self.texts) or self.has_neighbours
 
-    def inventing(self, g: list[int], since: int, inventions: dict[str, list[int]]) -> list[int]:
+    def inventing(
+        self, g: list[int], since: int, inventions: dict[str, list[int]], last_span: int | None = None
+    ) -> list[int]:
         """Ids that would complete a placeholder of the grammar begun in the free text of `g` since position `since`
-        (the end of the last span): `{` `name` + `}`, `%(` `n` + `)s`, `<` `b` + `>` (module docstring, *Invented
+        (the end of the last span, `last_span`), or begun before that span and running on across it: `{` `name` +
+        `}`, `%(` `n` + `)s`, `<` `b` + `>`, `<b class="` + span `%s` + `">` (module docstring, *Invented
         placeholders*). `inventions` caches the vocabulary's per head text (shared by the examples)."""
         tail = self.free_text(g, since)  # all of it: a placeholder may run on for many tokens ("%(" + names + ")s")
+        heads = _live_heads(tail)
+        if last_span is not None:
+            heads += self._heads_across(g, since, last_span, tail)
         banned: list[int] = []
-        for head, kind in _live_heads(tail):
+        for head, kind in heads:
             if head not in inventions:
                 texts = self.context_texts
                 candidates = self.completers.get(kind, range(len(texts)))
@@ -670,6 +681,22 @@ class _Example:
                     ]
                 banned += self._copy_inventions[head]
         return banned
+
+    def _heads_across(self, g: list[int], since: int, last_span: int, tail: str) -> list[tuple[str, str]]:
+        """The live heads (`_live_heads`) of the text since `_ACROSS` tokens before the end of span `last_span` that
+        begin before that span: a tag or a brace field opened in the free text before a span and not closed yet
+        (`<strong class="` + `%s`), which the free text since the span could close around it."""
+        key = (last_span, tuple(g[max(0, since - _ACROSS):since]))
+        if key not in self._before_spans:
+            before = self.text_of(list(key[1]))
+            span_length = len(self.texts[last_span])  # a head longer than the span's text began before it
+            open_before = any(len(head) > span_length for head, _ in _live_heads(before))
+            self._before_spans[key] = before if open_before else None
+        before = self._before_spans[key]
+        if before is None:  # most rows: nothing opened before the span is still open after it
+            return []
+        reach = len(self.texts[last_span]) + len(tail)
+        return [(head, kind) for head, kind in _live_heads(before + tail) if len(head) > reach]
 
     def advance(
         self, g: list[int], position: int, emitted: list[int], last_end: int, last_span: int | None, stop: int
@@ -1040,7 +1067,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             # wander on through text it did not want until the budget forces the spans in.
             allowed = [t for t in starts if not ex.bans(t, banned, parts)] or None
         if allowed is None and ex.has_neighbours:
-            banned = banned + ex.inventing(g, state[1], self._inventions)
+            banned = banned + ex.inventing(g, state[1], self._inventions, state[2])
         if allowed is not None:
             allowed = [t for t in allowed if t < width]
             if not allowed:
@@ -1066,7 +1093,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         parent = self._states.get(parent_key)
         if parent is None:
             return _UNDECIDED
-        remaining, last_end, _ = carried
+        remaining, last_end, last_span = carried
         banned, parts = ex.calm_bans(remaining)
         starts: list[int] = []
         if remaining and max(remaining) > 0:
@@ -1078,7 +1105,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         states[(index, key)] = parent  # still a valid scan of `g` (up to a position no later than before)
         self._carrying[(index, key)] = carried
         if ex.has_neighbours:
-            banned = banned + ex.inventing(g, last_end, self._inventions)
+            banned = banned + ex.inventing(g, last_end, self._inventions, last_span)
         return self._banned(ex, index, parts, banned, starts, scores)
 
     def _banned(

@@ -303,6 +303,47 @@ def test_a_completed_placeholder_is_found_at_every_head_of_the_free_text(subword
     assert vocab["s"] in ex.inventing(g, 0, inventions)
 
 
+def test_a_placeholder_opened_before_a_span_is_not_closed_around_it(subword_tokenizer):
+    """A tag or brace opened in the free text before a span and closed after it (`<strong class="` + `%s` + `">`,
+    seen from a no-copy model on a real catalogue message) is a placeholder the source lacks, which reads the span as
+    part of it: every token that would close one around the last span (or any after it) is banned."""
+    from hf_pgen.protection_pointer_generator import _context_texts
+
+    tokenizer = subword_tokenizer
+    processor = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
+    source = "(The <<original entry>> is located in %s, line %d.) See {0} at https://example.com/a"
+    batch = processor([source], protect="placeholders")
+    (ex,) = ProtectedSpansLogitsProcessor(batch["protected_spans"]).examples
+    texts = _context_texts(tokenizer, processor._protection_cache)
+    pieces, rng = _piece_ids(tokenizer), random.Random(1)
+    inventions, found = {}, 0
+    for _ in range(400):
+        span = rng.randrange(len(ex.texts))
+        before = [rng.choice(pieces) if rng.random() < 0.6 else rng.randrange(4, len(tokenizer))
+                  for _ in range(rng.randrange(1, 10))]
+        after = [rng.choice(pieces) if rng.random() < 0.5 else rng.randrange(4, len(tokenizer))
+                 for _ in range(rng.randrange(0, 4))]
+        g = [tokenizer.eos_token_id] + before + list(rng.choice(ex.variants[span])) + after
+        since = len(g) - len(after)
+        span_start, text = len(ex.text_of(g[:1] + before)), ex.text_of(g)
+        # the oracle: a placeholder that the next token completes, begun before the span or after it
+        expected = {i for i, t in enumerate(texts) if t and any(
+            s < len(text) < e and (s < span_start or s >= len(ex.text_of(g[:since])))
+            for s, e in placeholder_spans(text + t))}
+        got = set(ex.inventing(g, since, inventions, span))
+        assert expected <= got, (text, [texts[i] for i in expected - got])
+        found += len(expected)
+    assert found > 100
+    # `<b class="` + `%s` + `"`: the next ">" would close a tag around the span
+    j = ex.texts.index("%s")
+    g = [tokenizer.eos_token_id] + tokenizer('<b class="', add_special_tokens=False)["input_ids"] + list(ex.variants[j][0])
+    since = len(g)
+    g += tokenizer.convert_tokens_to_ids(['"'])
+    closing = [i for i, t in enumerate(texts) if t.startswith(">")]
+    assert closing and set(closing) <= set(ex.inventing(g, since, inventions, j))
+    assert not set(closing) & set(ex.inventing(g, since, inventions))  # what the rule missed before
+
+
 def test_placeholders_the_source_lacks_never_come_out_piece_by_piece(subword_tokenizer):
     """A model pushed towards the pieces of placeholders ("{", "name", "}", "%(", ...) invents them without
     protection; with it, no output holds a placeholder its source lacks, with or without spans of its own, with the
