@@ -56,7 +56,7 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
 - *Invented placeholders* (`protect="placeholders"`, sources without placeholders included): every vocabulary token
   whose own text holds a placeholder (per `hf_pgen.placeholders`) is forbidden unless it is a token of one of the
   example's own spans, and so is every token (or copy) that would complete a placeholder begun in the free text
-  since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`), or begun in the 64 tokens before the last
+  since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`), or begun in the 256 tokens before the last
   span and still open across it (`<b class="` + span `%s` + `">`, which reads the span as part of a tag): outside
   its spans the decoded text holds no placeholder at all, however many tokens one runs over. The heads where one may have begun are few
   (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up once per head text.
@@ -520,7 +520,7 @@ _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 _SCHEME_STARTS = frozenset(prefix[:k] for prefix in _URL_PREFIXES for k in range(1, len(prefix)))  # "h" ... "https:/"
 _UNDECIDED = object()  # a row not decided yet this step (a decision may be None)
 _WINDOW = 32  # tokens of text before a span that may swallow it (placeholders are short; URLs end at a space)
-_ACROSS = 64  # tokens before a span's end in which a placeholder around it may have been opened (a tag, a brace)
+_ACROSS = 256  # tokens before a span's end in which a placeholder around it may have been opened ("{0:" holds any text)
 
 
 def _live_heads(tail: str) -> list[tuple[str, str]]:

@@ -342,6 +342,13 @@ def test_a_placeholder_opened_before_a_span_is_not_closed_around_it(subword_toke
     closing = [i for i, t in enumerate(texts) if t.startswith(">")]
     assert closing and set(closing) <= set(ex.inventing(g, since, inventions, j))
     assert not set(closing) & set(ex.inventing(g, since, inventions))  # what the rule missed before
+    # a brace field opened before two spans: "{0." + URL + " and " + URL + "}" reads as one "{0.<...>}" field
+    batch = processor(["See https://example.com/a and https://example.org/b"], protect="placeholders")
+    (ex,) = ProtectedSpansLogitsProcessor(batch["protected_spans"]).examples
+    spell = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    g = [tokenizer.eos_token_id] + spell("{0.") + list(ex.variants[0][0]) + spell(" and") + list(ex.variants[1][0])
+    closing = [i for i, t in enumerate(texts) if t.startswith("}")]
+    assert closing and set(closing) <= set(ex.inventing(g, len(g), {}, 1))
 
 
 def test_placeholders_the_source_lacks_never_come_out_piece_by_piece(subword_tokenizer):
