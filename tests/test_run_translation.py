@@ -9,6 +9,7 @@ import gzip
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -581,6 +582,27 @@ def test_data_files_train_with_skips_and_truncation_counted(tmp_path):
     assert results["train_truncated_sources"] > 0
     assert results["predict_samples"] == 2
     assert len((tmp_path / "out" / "generated_predictions.txt").read_text().splitlines()) == 2
+
+
+def test_placeholder_augmentation_adds_renamed_pairs_after_the_tokenizer_learned_the_real_ones(tmp_path):
+    from transformers import AutoTokenizer
+
+    from training.augmentation import augment_placeholders
+
+    records = [{"translation": {"en": f"Delete %(count)d files from Server{i}", "de": f"%(count)d Dateien von Server{i} "
+                                "löschen"}} for i in range(20)]
+    records += [{"translation": {"en": "Close the window", "de": "Das Fenster schließen"}}] * 20
+    train = _jsonl(tmp_path / "train.jsonl", records)
+    args = tiny_args(tmp_path / "out", "--train_file", train, "--do_eval", "false", "--do_predict", "false",
+                     "--placeholder_augmentation", "--data_seed", "7", steps=2, save_steps=2)
+    results = run_translation.main(args)
+    sources = [r["translation"]["en"] for r in records]
+    extra, _ = augment_placeholders(sources, [r["translation"]["de"] for r in records], seed=7)
+    assert results["train_augmented"] == len(extra) > 10  # pairs with a placeholder (one drew its own name)
+    assert results["train_samples"] == len(records) + len(extra)
+    vocabulary = AutoTokenizer.from_pretrained(tmp_path / "out").get_vocab()
+    assert "%(count)d" in vocabulary  # the tokenizer learned the corpus as it is, not the renamed copies
+    assert not any(w in vocabulary for s in extra for w in re.findall(r"%\([^)]*\)d", s))
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -105,6 +105,18 @@ def corpus_texts(split: str, min_words: int = 3, max_words: int = 8, limit: int 
     return texts
 
 
+def corpus_pairs(split: str, limit: int | None = None) -> list[tuple[str, str]]:
+    """(English, German) message pairs of the embedded corpus, as they are."""
+    from training.data import load_en_de_messages
+
+    pairs = []
+    for record in load_en_de_messages(split):
+        pairs.append((record["translation"]["en"], record["translation"]["de"]))
+        if limit and len(pairs) >= limit:
+            break
+    return pairs
+
+
 def word_level_tokenizer(texts: list[str], vocab_size: int):
     """The project's one tokenizer builder (`training.tokenizer.train_shared_tokenizer`), word-level: what the main
     job and `run_translation --train_tokenizer` use. Special ids: <pad>=0, </s>=1, <unk>=2, <s>=3."""

@@ -229,6 +229,12 @@ class DataTrainingArguments:
                           "at most as often as in its source (generate()'s oov_copy_limit); saved in the model's "
                           "generation config."},
     )
+    placeholder_augmentation: bool = field(
+        default=False,
+        metadata={"help": "Add to the training data a copy of each pair with its placeholders renamed (source and "
+                          "target alike), or, without placeholders, a word both hold verbatim made a named "
+                          "placeholder: teaches copying placeholders never seen in training (training/augmentation.py)."},
+    )
     ignore_pad_token_for_loss: bool = field(default=True, metadata={"help": "Ignore padded label positions."})
     source_prefix: str | None = field(default=None, metadata={"help": "Text prepended to every source (T5)."})
     forced_bos_token: str | None = field(
@@ -376,6 +382,20 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         logger.warning("The tokenizer has no unknown token: nothing is out of vocabulary, so only in-vocabulary "
                        "tokens are copied.")
 
+    if data_args.placeholder_augmentation and "train" in raw_splits:  # after the tokenizer: it learns real text only
+        from datasets import Dataset, concatenate_datasets
+
+        from training.augmentation import augment_placeholders
+
+        train = raw_splits["train"].select_columns(["source", "target"])
+        seed = training_args.data_seed if training_args.data_seed is not None else training_args.seed
+        extra_sources, extra_targets = augment_placeholders(train["source"][:], train["target"][:], seed)
+        extra = Dataset.from_dict({"source": extra_sources, "target": extra_targets}, features=train.features)
+        raw_splits["train"] = concatenate_datasets([train, extra])
+        data_stats["train"]["augmented"] = len(extra)
+        logger.info("Placeholder augmentation: %d extra training pairs (%d in all).", len(extra),
+                    len(raw_splits["train"]))
+
     model = build_model(model_args, data_args, tokenizer, trained_tokenizer,
                         copy_settings(copy_args) if copy else None)
     set_language_codes(tokenizer, model, data_args)
@@ -502,7 +522,7 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             mean_tokens = float(np.mean(train_dataset["num_tokens"]))
             metrics["train_tokens_per_second"] = round(mean_tokens * samples_run / metrics["train_runtime"], 1)
         for key in ("skipped_empty_lines", "skipped_empty_text", "skipped_undecodable_lines",
-                    "skipped_malformed_lines", "truncated_sources", "truncated_targets"):
+                    "skipped_malformed_lines", "truncated_sources", "truncated_targets", "augmented"):
             metrics[f"train_{key}"] = int(data_stats["train"].get(key, 0))
         trainer.log_metrics("train", metrics)
         trainer.save_metrics("train", metrics)

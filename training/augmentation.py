@@ -1,0 +1,126 @@
+"""Placeholder augmentation: extra training pairs that teach a model to copy placeholders it has never seen.
+
+The embedded corpus holds few named placeholders in training (`%(name)s` 162 times, most names once or never) and
+the test split is full of them (`%(path)s`, `%(rev)s`, `%(cnum)s`: projects unseen in training). A model learns the
+names it saw as words of its vocabulary and writes them where an unseen one stands. Each extra pair is a training
+pair whose placeholders are renamed consistently in source and target, or, for a pair without placeholders, whose
+word that the source and target share verbatim (a name, a number, a product) becomes a named placeholder:
+
+>>> import random
+>>> from training.augmentation import placeholder_variant
+>>> placeholder_variant("Delete %(count)d files?", "%(count)d Dateien löschen?", random.Random(0), ["rev", "path"])
+('Delete %(rev)d files?', '%(rev)d Dateien löschen?')
+
+Only what a message's format call reads changes, in source and target alike: the name inside `%(...)`, `{...}`,
+`${...}`; a bare `%s` / `%d` / `{}` / `{0}` becomes named half of the time. Tags, URLs, ICU heads and the text around
+them stay as they are, so the pair remains a correct translation.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from hf_pgen.placeholders import placeholder_spans
+
+__all__ = ["placeholder_variant", "augment_placeholders"]
+
+_PYNAMED = re.compile(r"%\(([^()\s]+)\)(.*)", re.S)  # %(name)<flags, width, conversion>
+_BRACE_NAME = re.compile(r"\{([A-Za-z_]\w*|\d*)((?:![rsa])?(?::[^{}]*)?)\}")  # {name}, {0}, {}, {x:.2f}
+_DOLLAR = re.compile(r"([$#%])\{[A-Za-z_][\w.\-]*\}")
+_BARE_PRINTF = re.compile(r"%([sd])")
+# A word both texts hold verbatim that may stand for a value: capitalised, or holding a digit (names, versions).
+_SHARED_WORD = re.compile(r"(?<![\w%{(<$#/.-])(?:[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)(?![\w}>)/-])")
+
+
+def _renamed(placeholder: str, name: str, rng: random.Random) -> str | None:
+    """`placeholder` with its name replaced by `name`, or None when it holds nothing a format call names."""
+    match = _PYNAMED.fullmatch(placeholder)
+    if match:
+        return f"%({name}){match.group(2)}"
+    match = _BRACE_NAME.fullmatch(placeholder)
+    if match:
+        if not match.group(1) and rng.random() < 0.5:
+            return None  # a bare {} stays bare half of the time: models must keep those too
+        return "{" + name + match.group(2) + "}"
+    match = _DOLLAR.fullmatch(placeholder)
+    if match:
+        return f"{match.group(1)}{{{name.upper()}}}"
+    match = _BARE_PRINTF.fullmatch(placeholder)
+    if match and rng.random() < 0.5:
+        return f"%({name}){match.group(1)}"
+    return None
+
+
+def _replace(text: str, spans: list[tuple[int, int]], mapping: dict[str, str]) -> str:
+    pieces, last = [], 0
+    for start, end in spans:
+        replacement = mapping.get(text[start:end])
+        if replacement is not None:
+            pieces += [text[last:start], replacement]
+            last = end
+    return "".join(pieces) + text[last:]
+
+
+def _fresh_name(rng: random.Random, names: Sequence[str]) -> str:
+    if rng.random() < 0.3:
+        return f"{rng.choice(names)}_{rng.choice(names)}"
+    return rng.choice(names)
+
+
+def placeholder_variant(
+    source: str, target: str, rng: random.Random, names: Sequence[str]
+) -> tuple[str, str] | None:
+    """A new (source, target) pair with fresh placeholder names (drawn from `names`), or None when the pair has
+    nothing to rename and no word to turn into a placeholder.
+
+    Placeholders are renamed only when the target holds each of them exactly as often as the source (a pair whose
+    translator dropped or changed one would teach the wrong lesson); a pair without placeholders gets one word that
+    both texts hold exactly once, verbatim, replaced by `%(name)s`.
+    """
+    source_spans, target_spans = placeholder_spans(source), placeholder_spans(target)
+    if source_spans:
+        counts = Counter(source[a:b] for a, b in source_spans)
+        if counts != Counter(target[a:b] for a, b in target_spans):
+            return None
+        mapping, used = {}, set(counts)
+        for placeholder in counts:
+            name = _fresh_name(rng, names)
+            new = _renamed(placeholder, name, rng)
+            if new is not None and new not in used:
+                mapping[placeholder] = new
+                used.add(new)
+        if not mapping:
+            return None
+        return _replace(source, source_spans, mapping), _replace(target, target_spans, mapping)
+    if target_spans:
+        return None
+    source_words = Counter(m.group() for m in _SHARED_WORD.finditer(source))
+    target_words = Counter(m.group() for m in _SHARED_WORD.finditer(target))
+    shared = sorted(w for w, n in source_words.items() if n == 1 and target_words.get(w) == 1)
+    if not shared:
+        return None
+    word = rng.choice(shared)
+    placeholder = f"%({_fresh_name(rng, names)})s"
+    pattern = re.compile(r"(?<![\w%{(<$#/.-])" + re.escape(word) + r"(?![\w}>)/-])")
+    return pattern.sub(placeholder, source, count=1), pattern.sub(placeholder, target, count=1)
+
+
+def augment_placeholders(
+    sources: Sequence[str], targets: Sequence[str], seed: int
+) -> tuple[list[str], list[str]]:
+    """The extra pairs for a training split: one `placeholder_variant` per pair that has one, with names drawn from
+    the split's own lower-case source words (what real placeholders are named after)."""
+    names = sorted({w for s in sources for w in re.findall(r"\b[a-z]{2,12}\b", s)})
+    if not names:
+        return [], []
+    rng = random.Random(seed)
+    extra_sources, extra_targets = [], []
+    for source, target in zip(sources, targets):
+        variant = placeholder_variant(source, target, rng, names)
+        if variant is not None:
+            extra_sources.append(variant[0])
+            extra_targets.append(variant[1])
+    return extra_sources, extra_targets
