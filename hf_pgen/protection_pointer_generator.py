@@ -58,8 +58,9 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   example's own spans, and so is every token (or copy) that would complete a placeholder begun in the free text
   since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`), or begun in the 256 tokens before the last
   span and still open across it (`<b class="` + span `%s` + `">`, which reads the span as part of a tag): outside
-  its spans the decoded text holds no placeholder at all, however many tokens one runs over. The heads where one may have begun are few
-  (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up once per head text.
+  its spans the decoded text holds no placeholder at all, however many tokens one runs over. The heads where one may
+  have begun are few (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up
+  once per head text.
   With a regex, literals or `"oov"`, an example without spans is left alone entirely.
 - *Stray marks* (`protect="placeholders"`): a token (or copy) whose text holds one of "%{}<>" that the source holds
   nowhere outside its placeholders is forbidden, except as the first token of a span that remains (a span's later

@@ -336,7 +336,8 @@ def test_a_placeholder_opened_before_a_span_is_not_closed_around_it(subword_toke
     assert found > 100
     # `<b class="` + `%s` + `"`: the next ">" would close a tag around the span
     j = ex.texts.index("%s")
-    g = [tokenizer.eos_token_id] + tokenizer('<b class="', add_special_tokens=False)["input_ids"] + list(ex.variants[j][0])
+    opening = tokenizer('<b class="', add_special_tokens=False)["input_ids"]
+    g = [tokenizer.eos_token_id] + opening + list(ex.variants[j][0])
     since = len(g)
     g += tokenizer.convert_tokens_to_ids(['"'])
     closing = [i for i, t in enumerate(texts) if t.startswith(">")]

@@ -589,8 +589,8 @@ def test_placeholder_augmentation_adds_renamed_pairs_after_the_tokenizer_learned
 
     from training.augmentation import augment_placeholders
 
-    records = [{"translation": {"en": f"Delete %(count)d files from Server{i}", "de": f"%(count)d Dateien von Server{i} "
-                                "löschen"}} for i in range(20)]
+    records = [{"translation": {"en": f"Delete %(count)d files from Server{i}",
+                                "de": f"%(count)d Dateien von Server{i} löschen"}} for i in range(20)]
     records += [{"translation": {"en": "Close the window", "de": "Das Fenster schließen"}}] * 20
     train = _jsonl(tmp_path / "train.jsonl", records)
     args = tiny_args(tmp_path / "out", "--train_file", train, "--do_eval", "false", "--do_predict", "false",

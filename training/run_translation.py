@@ -233,7 +233,8 @@ class DataTrainingArguments:
         default=False,
         metadata={"help": "Add to the training data a copy of each pair with its placeholders renamed (source and "
                           "target alike), or, without placeholders, a word both hold verbatim made a named "
-                          "placeholder: teaches copying placeholders never seen in training (training/augmentation.py)."},
+                          "placeholder: teaches copying placeholders never seen in training "
+                          "(training/augmentation.py)."},
     )
     ignore_pad_token_for_loss: bool = field(default=True, metadata={"help": "Ignore padded label positions."})
     source_prefix: str | None = field(default=None, metadata={"help": "Text prepended to every source (T5)."})
