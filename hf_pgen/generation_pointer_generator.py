@@ -12,6 +12,8 @@ from typing import Any
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
+from .protection_pointer_generator import ProtectedSpansLogitsProcessor
+
 OOV_COPY_LIMIT_KEY = "oov_copy_limit"
 
 
@@ -65,7 +67,11 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
 def _oov_copy_limit_processors(
     enabled: Any, extended_input_ids: torch.Tensor | None, vocab_size: int, kwargs: dict[str, Any]
 ) -> LogitsProcessorList | None:
-    """`kwargs["logits_processor"]` with an `OOVCopyLimitLogitsProcessor` appended when `enabled`; None otherwise."""
+    """`kwargs["logits_processor"]` with an `OOVCopyLimitLogitsProcessor` added when `enabled`; None otherwise.
+
+    It goes before a `ProtectedSpansLogitsProcessor`: protection must see what the limit removed, so that a protected
+    span needing an out-of-vocabulary word whose copies the output already spent outside the span still comes out (the
+    span wins; after protection, the limit would leave that row no token at all)."""
     if not enabled:
         return None
     if not isinstance(enabled, bool):
@@ -74,5 +80,7 @@ def _oov_copy_limit_processors(
         raise ValueError("oov_copy_limit=True needs the source ids: pass input_ids or extended_input_ids.")
     processors = kwargs.get("logits_processor")
     processors = LogitsProcessorList(list(processors) if processors is not None else [])
-    processors.append(OOVCopyLimitLogitsProcessor(extended_input_ids, vocab_size))
+    protection = [i for i, p in enumerate(processors) if isinstance(p, ProtectedSpansLogitsProcessor)]
+    processors.insert(protection[0] if protection else len(processors),
+                      OOVCopyLimitLogitsProcessor(extended_input_ids, vocab_size))
     return processors

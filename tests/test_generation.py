@@ -1,5 +1,6 @@
 import pytest
 import torch
+from transformers import LogitsProcessor, LogitsProcessorList
 from testing_utils import UNK, VOCAB, source_batch, tiny_base
 
 from hf_pgen import OOVCopyLimitLogitsProcessor, PointerGeneratorForConditionalGeneration
@@ -83,3 +84,31 @@ def test_bad_limit_values_get_clear_errors():
     input_ids, attention_mask, extended = source_batch()
     with pytest.raises(ValueError, match="oov_copy_limit must be True or False"):
         model.generate(input_ids=input_ids, extended_input_ids=extended, max_new_tokens=2, oov_copy_limit=2)
+
+
+class _CopySlotFirst(LogitsProcessor):
+    """Pushes every row to copy slot 0 at its first step: the output spends the source's one copy of that word."""
+
+    def __call__(self, input_ids, scores):
+        if input_ids.shape[1] == 1:
+            scores = scores.clone()
+            scores[:, VOCAB] = 1e4
+        return scores
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"num_beams": 3}], ids=["greedy", "beams"])
+def test_a_protected_span_still_comes_out_when_its_oov_word_was_spent_before_it(kwargs):
+    """Row 1's source holds its OOV word (slot 0) once, inside a protected span "21 <slot 0>". The output spends that
+    copy first; the limit then forbids the word, but the span needs it: protection, which runs after the limit, places
+    the span all the same (found in the main job: the limit ran last and left the row nothing, `<pad>` came out)."""
+    model = PointerGeneratorForConditionalGeneration.from_base(tiny_base("bart"), unk_token_id=UNK).eval()
+    input_ids, attention_mask, extended = source_batch()
+    span = [21, VOCAB]
+    spans = [{"spans": []}, {"spans": [{"text": "w", "count": 1, "sequences": [span]}]}, {"spans": []}]
+    out = model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
+                         protected_spans=spans, oov_copy_limit=True, max_new_tokens=8,
+                         logits_processor=LogitsProcessorList([_CopySlotFirst()]), **kwargs)
+    row = out[out.shape[0] // 3].tolist()  # the first hypothesis of source 1
+    assert row[1] == VOCAB  # spent at the first step
+    assert any(row[i : i + 2] == span for i in range(len(row) - 1)), row
+    assert 0 not in row[1:]  # never a row left without a token (padding id 0)
