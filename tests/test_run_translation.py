@@ -584,6 +584,19 @@ def test_data_files_train_with_skips_and_truncation_counted(tmp_path):
     assert len((tmp_path / "out" / "generated_predictions.txt").read_text().splitlines()) == 2
 
 
+def test_tokenizer_copy_placeholders_leaves_them_out_of_the_trained_vocabulary(tmp_path):
+    from transformers import AutoTokenizer
+
+    from hf_pgen.placeholders import placeholder_spans
+
+    run_translation.main(tiny_args(tmp_path / "out", "--tokenizer_copy_placeholders", "--do_eval", "false",
+                                   "--do_predict", "false", steps=2, save_steps=2))
+    vocabulary = AutoTokenizer.from_pretrained(tmp_path / "out").get_vocab()
+    assert not [w for w in vocabulary if placeholder_spans(w) == [(0, len(w))] and w not in ("<s>", "</s>")]
+    with pytest.raises(ValueError, match="--tokenizer_copy_placeholders"):
+        run_translation.main(tiny_args(tmp_path / "bpe", "--tokenizer_copy_placeholders", "--tokenizer_type", "bpe"))
+
+
 def test_placeholder_augmentation_adds_renamed_pairs_after_the_tokenizer_learned_the_real_ones(tmp_path):
     from transformers import AutoTokenizer
 

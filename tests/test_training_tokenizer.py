@@ -42,3 +42,25 @@ def test_a_placeholder_is_one_piece_and_no_piece_hides_one(texts):
                     holding += bool(found)
                     assert found in ([], [piece.lstrip("▁")]), (piece, found)
     assert holding > 3000  # the corpus is full of them
+
+
+def test_a_word_level_vocabulary_can_leave_every_placeholder_to_copying(texts):
+    """placeholders_in_vocabulary=False: the same number of words, none of them a placeholder, so a copy model can
+    only copy one; the special tokens stay (they read as tags: "</s>" ends a strikethrough)."""
+    from hf_pgen.placeholders import placeholder_spans
+
+    def placeholders(tokenizer):
+        return {w for w in tokenizer.get_vocab() if placeholder_spans(w) == [(0, len(w))]} - {"<s>", "</s>"}
+
+    kept = train_shared_tokenizer(texts, "wordlevel", vocab_size=2000)
+    left = train_shared_tokenizer(texts, "wordlevel", vocab_size=2000, placeholders_in_vocabulary=False)
+    assert placeholders(kept) and not placeholders(left)
+    assert len(left) == len(kept) == 2000
+    assert set(kept.get_vocab()) - placeholders(kept) <= set(left.get_vocab())  # every other word stays
+    assert (left.pad_token_id, left.eos_token_id, left.unk_token_id, left.bos_token_id) == (0, 1, 2, 3)
+    text = "Delete %s files from {}?"  # both placeholders frequent in the corpus: in the default vocabulary
+    with_them, without = (t.convert_ids_to_tokens(t(text)["input_ids"]) for t in (kept, left))
+    assert [i for i, (a, b) in enumerate(zip(with_them, without)) if a != b] == [2, 6]
+    assert (with_them[2], with_them[6], without[2], without[6]) == ("%s", "{}", "<unk>", "<unk>")
+    with pytest.raises(ValueError, match="word-level"):
+        train_shared_tokenizer(texts, "unigram", vocab_size=2000, placeholders_in_vocabulary=False)

@@ -108,6 +108,11 @@ class ModelArguments:
     tokenizer_min_frequency: int = field(
         default=2, metadata={"help": "Minimum count of a token in the training data to enter the trained vocabulary."}
     )
+    tokenizer_copy_placeholders: bool = field(
+        default=False,
+        metadata={"help": "With --train_tokenizer --tokenizer_type wordlevel: keep placeholders (%(name)s, {0}, <b>) "
+                          "out of the vocabulary, so that a copy model can only copy them from the source."},
+    )
     model_license: str = field(default="apache-2.0", metadata={"help": "Licence written into the model card."})
 
     def __post_init__(self):
@@ -118,6 +123,9 @@ class ModelArguments:
                              "--model_name_or_path")
         if self.tokenizer_type not in TOKENIZER_TYPES:
             raise ValueError(f"--tokenizer_type must be one of {TOKENIZER_TYPES}, got {self.tokenizer_type!r}.")
+        if self.tokenizer_copy_placeholders and not (self.train_tokenizer and self.tokenizer_type == "wordlevel"):
+            raise ValueError("--tokenizer_copy_placeholders shapes the vocabulary of a trained word-level tokenizer: "
+                             "add --train_tokenizer --tokenizer_type wordlevel (or drop it).")
         if (self.model_type is not None and self.model_name_or_path is None and not self.train_tokenizer
                 and self.tokenizer_name is None):
             raise ValueError("Training from scratch (--model_type) needs a tokenizer: --train_tokenizer or "
@@ -370,7 +378,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         train = raw_splits["train"]
         tokenizer = train_shared_tokenizer(train["source"][:] + train["target"][:], model_args.tokenizer_type,
-                                           model_args.tokenizer_vocab_size, model_args.tokenizer_min_frequency)
+                                           model_args.tokenizer_vocab_size, model_args.tokenizer_min_frequency,
+                                           placeholders_in_vocabulary=not model_args.tokenizer_copy_placeholders)
         logger.info("Trained a %s tokenizer of %d tokens in %.1fs.", model_args.tokenizer_type, len(tokenizer),
                     time.perf_counter() - started)
     else:

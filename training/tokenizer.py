@@ -42,6 +42,7 @@ def train_shared_tokenizer(
     vocab_size: int = 8000,
     min_frequency: int = 2,
     model_max_length: int | None = None,
+    placeholders_in_vocabulary: bool = True,
 ) -> PreTrainedTokenizerFast:
     """A tokenizer trained on `texts` (sources and targets together), wrapped in `PreTrainedTokenizerFast`.
 
@@ -53,6 +54,10 @@ def train_shared_tokenizer(
         vocab_size: size of the vocabulary, special tokens included.
         min_frequency: a word (or merge) must occur this often to enter the vocabulary (not used by unigram).
         model_max_length: recorded on the tokenizer (what `truncation=True` cuts to by default).
+        placeholders_in_vocabulary: `False` (word-level only) keeps every placeholder (`hf_pgen.placeholders`) out of
+            the vocabulary, which holds `vocab_size` other words instead: a copy model can then only copy a
+            placeholder from its source, never write one from the vocabulary (no `%(name)s` where the source has
+            `%(user)s`), and `oov_copy_limit` keeps it from repeating one.
 
     Special tokens: `<pad>`=0, `</s>`=1 (appended to every sequence), `<unk>`=2, `<s>`=3. Except for byte-level BPE,
     text is NFC-normalised and split at spaces (kept as "▁", so decoding restores the text exactly), line breaks,
@@ -98,6 +103,11 @@ def train_shared_tokenizer(
                                             special_tokens=specials)
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    if not placeholders_in_vocabulary:
+        if tokenizer_type != "wordlevel":
+            raise ValueError("placeholders_in_vocabulary=False is for word-level vocabularies, where a placeholder is "
+                             f"one word; a {tokenizer_type} vocabulary spells placeholders from pieces.")
+        tokenizer = _without_placeholders(tokenizer, texts, vocab_size, min_frequency)
     for index, token in enumerate(specials):
         if tokenizer.token_to_id(token) != index:
             raise RuntimeError(f"The trained tokenizer put {token} at {tokenizer.token_to_id(token)}, expected {index}.")
@@ -109,3 +119,22 @@ def train_shared_tokenizer(
         tokenizer_object=tokenizer, pad_token=PAD, eos_token=EOS, unk_token=UNK, bos_token=BOS,
         clean_up_tokenization_spaces=False, **kwargs,
     )
+
+
+def _without_placeholders(tokenizer, texts: list[str], vocab_size: int, min_frequency: int):
+    """The word-level `tokenizer` retrained with room for the placeholders it learned, and then without them."""
+    from tokenizers import models, trainers
+
+    from hf_pgen.placeholders import placeholder_spans
+
+    def is_placeholder(word: str) -> bool:  # (the special tokens read as tags: "</s>" is a strikethrough's end)
+        return word not in SPECIAL_TOKENS and placeholder_spans(word) == [(0, len(word))]
+
+    found = sum(is_placeholder(word) for word in tokenizer.get_vocab())
+    if found:  # the same words again, plus as many as the placeholders take up
+        trainer = trainers.WordLevelTrainer(vocab_size=vocab_size + found, min_frequency=min_frequency,
+                                            special_tokens=list(SPECIAL_TOKENS))
+        tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    kept = [w for w, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1]) if not is_placeholder(w)]
+    tokenizer.model = models.WordLevel({w: i for i, w in enumerate(kept[:vocab_size])}, unk_token=UNK)
+    return tokenizer
