@@ -439,7 +439,9 @@ def plot_results(comparison: Mapping, path: str | Path) -> Path:
     when = ", ".join(str(comparison[k]) for k in ("date", "machine") if comparison.get(k))
     figure.suptitle(title + (f" · {when}" if when else ""), fontsize=13)
     handles, labels = bars_axes.get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), fontsize=10, frameon=False)
+    columns = 3 if max(map(len, labels), default=0) <= 60 else 2  # three long labels a row run off the figure
+    figure.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), columns), fontsize=10,
+                  frameon=False)
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
