@@ -63,3 +63,11 @@ def test_augmentation_is_deterministic_and_keeps_the_split():
     extra_sources, extra_targets = first
     assert 0 < len(extra_sources) == len(extra_targets) < len(sources)
     assert all(extract_placeholders(s) for s in extra_sources)
+
+
+def test_the_module_example_runs_as_written():
+    import doctest
+
+    import training.augmentation
+
+    assert doctest.testmod(training.augmentation).failed == 0

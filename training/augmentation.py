@@ -9,7 +9,7 @@ word that the source and target share verbatim (a name, a number, a product) bec
 >>> import random
 >>> from training.augmentation import placeholder_variant
 >>> placeholder_variant("Delete %(count)d files?", "%(count)d Dateien löschen?", random.Random(0), ["rev", "path"])
-('Delete %(rev)d files?', '%(rev)d Dateien löschen?')
+('Delete %(path)d files?', '%(path)d Dateien löschen?')
 
 Only what a message's format call reads changes, in source and target alike: the name inside `%(...)`, `{...}`,
 `${...}`; a bare `%s` / `%d` / `{}` / `{0}` becomes named half of the time. Tags, URLs, ICU heads and the text around
