@@ -613,6 +613,8 @@ def test_placeholder_augmentation_adds_renamed_pairs_after_the_tokenizer_learned
     extra, _ = augment_placeholders(sources, [r["translation"]["de"] for r in records], seed=7)
     assert results["train_augmented"] == len(extra) > 10  # pairs with a placeholder (one drew its own name)
     assert results["train_samples"] == len(records) + len(extra)
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert f"{len(records) + len(extra)} pairs, {len(extra)} of them placeholder-augmented copies" in card
     vocabulary = AutoTokenizer.from_pretrained(tmp_path / "out").get_vocab()
     assert "%(count)d" in vocabulary  # the tokenizer learned the corpus as it is, not the renamed copies
     assert not any(w in vocabulary for s in extra for w in re.findall(r"%\([^)]*\)d", s))

@@ -184,6 +184,7 @@ def render_training_card(
         f"{k.replace('_', ' ')} {settings[k]}" for k in ("d_model", "encoder_layers", "decoder_layers")
         if settings.get(k) is not None
     )
+    augmented = (settings.get("data_stats") or {}).get("train", {}).get("augmented")  # --placeholder_augmentation
     settings_rows = [
         ("architecture", f"{settings.get('model_type')} ({shape}; {settings.get('parameters', 0) / 1e6:.1f}M "
                          "parameters)"),
@@ -203,6 +204,7 @@ def render_training_card(
         ("batch size", f"{settings.get('per_device_train_batch_size')} × {settings.get('gradient_accumulation_steps')} "
                        "accumulation"),
         ("training length", f"{results.get('train_samples', '?')} pairs, "
+                            + (f"{augmented} of them placeholder-augmented copies, " if augmented else "")
                             + (f"{settings['max_steps']} steps" if (settings.get("max_steps") or -1) > 0
                                else f"{settings.get('num_train_epochs')} epochs")
                             + (f" (epoch {results['epoch']:.2f} reached)" if isinstance(results.get("epoch"), float)
