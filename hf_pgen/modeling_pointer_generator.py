@@ -204,11 +204,16 @@ def mix_into_log_probs(
     )  # (B, T, S)
     log_p_gen = F.logsigmoid(switch_logit).unsqueeze(-1)  # (B, T, 1)
     # In place when nothing needs log_softmax's output for a backward pass (generation, evaluation).
-    if torch.is_grad_enabled() and log_p_vocab.requires_grad:
+    with_grad = torch.is_grad_enabled() and (log_p_vocab.requires_grad or mixed_at_source.requires_grad)
+    if with_grad:
         mixed = log_p_vocab + log_p_gen
     else:
         mixed = log_p_vocab.add_(log_p_gen)
-    # Positions holding the same word write the same value, so the scatter order does not matter.
+    # Positions holding the same word write the same value, so the scatter order does not matter. But scatter_'s
+    # backward hands each of them the word's whole gradient (a word twice in the source would count twice): with
+    # autograd, an amax over the equal values shares it among them instead.
+    if with_grad:
+        return mixed.scatter_reduce_(-1, source_ids, mixed_at_source, reduce="amax", include_self=False)
     return mixed.scatter_(-1, source_ids, mixed_at_source)
 
 

@@ -86,6 +86,31 @@ def test_gradients_reach_switch_and_pointer(family):
     assert model.pointer.coverage_weight.weight.grad is not None
 
 
+@pytest.mark.parametrize("frozen_base", [False, True])
+def test_the_full_mixture_backpropagates_like_the_gold_path(frozen_base):
+    """Logits built with autograd on (a forward without labels in training mode, as custom losses do) backpropagate,
+    with only the copy layers trainable too, and give the gradients of the gold-label path."""
+    input_ids, attention_mask, extended = source_batch()
+    labels = torch.tensor([[10, 11, 2], [VOCAB, 20, 2], [VOCAB + 1, VOCAB, 2]])
+    grads = []
+    for through_logits in (True, False):
+        model = wrap("bart", p_gen_bias_init=0.0).train()
+        model.base.requires_grad_(not frozen_base)
+        inputs = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended)
+        torch.manual_seed(0)  # the same dropout masks in both paths
+        if through_logits:
+            out = model(**inputs, decoder_input_ids=model.prepare_decoder_input_ids_from_labels(labels))
+            loss = -out.logits.gather(-1, labels.unsqueeze(-1)).mean()
+        else:
+            loss = model(**inputs, labels=labels).loss
+        loss.backward()
+        grads.append({name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and "copy_switch.weight" in grads[0]
+    assert frozen_base == (not any(name.startswith("base.") for name in grads[0]))
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grad, grads[1][name], atol=1e-5, rtol=1e-4)
+
+
 def test_bf16_autocast_saturated_switch_stays_finite(family):
     input_ids, attention_mask, extended = source_batch()
     labels = torch.tensor([[10, 11, 2], [VOCAB, 20, 2], [VOCAB + 1, VOCAB, 2]])
