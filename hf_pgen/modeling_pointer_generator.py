@@ -62,14 +62,18 @@ def mix_log_probs(log_p_vocab: torch.Tensor, log_copy_mass: torch.Tensor, switch
     Mixing in log space keeps the result finite when p_gen saturates at 0 or 1 (where the probability-space form takes
     log(0)). All arguments broadcast against each other; `switch_logit` is logit(p_gen) (+inf/-inf force generate/copy).
     """
-    generate = F.logsigmoid(switch_logit) + log_p_vocab
-    copy = F.logsigmoid(-switch_logit) + log_copy_mass
-    if not (torch.is_grad_enabled() and (generate.requires_grad or copy.requires_grad)):
-        return torch.logaddexp(generate, copy)  # no backward: -inf stays -inf, nothing to guard (generation)
+    return _log_add(F.logsigmoid(switch_logit) + log_p_vocab, F.logsigmoid(-switch_logit) + log_copy_mass)
+
+
+def _log_add(generated: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
+    """log(exp(generated) + exp(copied)): the two halves of the mixture, log p_gen + log P_vocab(w) and
+    log(1 - p_gen) + log copy_mass(w)."""
+    if not (torch.is_grad_enabled() and (generated.requires_grad or copied.requires_grad)):
+        return torch.logaddexp(generated, copied)  # no backward: -inf stays -inf, nothing to guard (generation)
     # A word neither side can produce is -inf, but logaddexp(-inf, -inf)'s gradient is NaN, and NaN times the zero
     # gradient of an ignored label stays NaN: give those entries finite inputs and put -inf back afterwards.
-    impossible = torch.isneginf(generate) & torch.isneginf(copy)
-    mixed = torch.logaddexp(generate.masked_fill(impossible, 0.0), copy.masked_fill(impossible, 0.0))
+    impossible = torch.isneginf(generated) & torch.isneginf(copied)
+    mixed = torch.logaddexp(generated.masked_fill(impossible, 0.0), copied.masked_fill(impossible, 0.0))
     return mixed.masked_fill(impossible, -torch.inf)
 
 
@@ -173,12 +177,10 @@ def extended_log_probs(
 
     `source_first_occurrence` (from `first_occurrence`) may be passed when the same sources are mixed repeatedly.
     """
-    logits = vocab_logits.float()
-    if num_extended_slots:
-        logits = F.pad(logits, (0, num_extended_slots), value=-torch.inf)  # (B, T, V + N)
-    return mix_into_log_probs(
-        F.log_softmax(logits, dim=-1), pointer_attention, extended_input_ids, switch_logit, source_first_occurrence
-    )
+    if source_first_occurrence is None:
+        source_first_occurrence = first_occurrence(extended_input_ids)
+    copy_side = copy_side_of_mixture(pointer_attention, switch_logit.unsqueeze(-1), source_first_occurrence)
+    return mix_copy_side(vocabulary_log_probs(vocab_logits, num_extended_slots), extended_input_ids, copy_side)
 
 
 def mix_into_log_probs(
@@ -190,31 +192,75 @@ def mix_into_log_probs(
 ) -> torch.Tensor:
     """The copy step of the mixture, given log P_vocab (B, T, V + N) (-inf on extended slots): (B, T, V + N).
 
-    Every word gets log p_gen + log P_vocab; only the S source ids also get copy mass, so they alone are recomputed
-    (a sparse update: no zero-filled (B, T, V + N) buffer, no dense scatter_add).
+    Without autograd `log_p_vocab` is updated in place and returned.
     """
-    target_len = log_p_vocab.shape[1]
-    switch_logit = switch_logit.float()
-    source_ids = extended_input_ids.unsqueeze(1).expand(-1, target_len, -1)  # (B, T, S)
     if source_first_occurrence is None:
         source_first_occurrence = first_occurrence(extended_input_ids)
-    word_mass = _word_mass(pointer_attention.float(), source_first_occurrence)  # (B, T, S)
-    mixed_at_source = mix_log_probs(
-        log_p_vocab.gather(-1, source_ids), _log_copy_mass(word_mass), switch_logit.unsqueeze(-1)
-    )  # (B, T, S)
-    log_p_gen = F.logsigmoid(switch_logit).unsqueeze(-1)  # (B, T, 1)
-    # In place when nothing needs log_softmax's output for a backward pass (generation, evaluation).
-    with_grad = torch.is_grad_enabled() and (log_p_vocab.requires_grad or mixed_at_source.requires_grad)
+    copy_side = copy_side_of_mixture(pointer_attention, switch_logit.unsqueeze(-1), source_first_occurrence)
+    return mix_copy_side(log_p_vocab, extended_input_ids, copy_side)
+
+
+def vocabulary_log_probs(vocab_logits: torch.Tensor, num_extended_slots: int) -> torch.Tensor:
+    """log P_vocab over the extended vocabulary: (B, T, V) raw logits -> (B, T, V + N) float32, -inf on the N slots."""
+    logits = vocab_logits if vocab_logits.dtype == torch.float32 else vocab_logits.float()
+    if not num_extended_slots:
+        return F.log_softmax(logits, dim=-1)
+    logits = _pad_with_impossible_slots(logits, num_extended_slots)  # (B, T, V + N)
+    if logits.is_cpu and not (torch.is_grad_enabled() and logits.requires_grad):
+        # The padded copy is ours: normalise it in place. On the CPU every fresh (B, T, V + N) buffer is page-faulted
+        # in, which at batch 16 cost about as much as the log-softmax pass itself.
+        return torch.log_softmax(logits, dim=-1, out=logits)
+    return F.log_softmax(logits, dim=-1)
+
+
+def copy_side_of_mixture(
+    pointer_attention: torch.Tensor, switch_logit: torch.Tensor, source_first_occurrence: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the mixture needs besides the vocabulary distribution, from the pointer and the switch alone:
+    log p_gen (B, T, 1) and log((1 - p_gen) * copy mass of the word at each source position) (B, T, S).
+
+    Args: pointer_attention (B, T, S) float32, switch_logit (B, T, 1) float32, source_first_occurrence (B, S).
+
+    Separate from `mix_copy_side` so that generation can compute it before the base's LM head runs (see
+    `PointerGeneratorForConditionalGeneration._copy_step_after_decoder`).
+    """
+    word_mass = _word_mass(pointer_attention, source_first_occurrence)  # (B, T, S)
+    return F.logsigmoid(switch_logit), F.logsigmoid(-switch_logit) + _log_copy_mass(word_mass)
+
+
+def mix_copy_side(
+    log_p_vocab: torch.Tensor, extended_input_ids: torch.Tensor, copy_side: tuple[torch.Tensor, torch.Tensor]
+) -> torch.Tensor:
+    """log P_vocab (B, T, V + N) and `copy_side_of_mixture`'s terms -> the mixture (B, T, V + N).
+
+    Every word gets log p_gen + log P_vocab; only the S source ids also get copy mass, so they alone are recomputed
+    (a sparse update: no zero-filled (B, T, V + N) buffer, no dense scatter_add). Without autograd `log_p_vocab` is
+    updated in place and returned.
+    """
+    log_p_gen, copied = copy_side  # (B, T, 1), (B, T, S)
+    source_ids = _per_target_position(extended_input_ids, log_p_vocab.shape[1])  # (B, T, S)
+    with_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (log_p_vocab, log_p_gen, copied))
     if with_grad:
-        mixed = log_p_vocab + log_p_gen
+        generated = log_p_vocab + log_p_gen
+        # (Gathered from log_p_vocab: gather keeps its input for the backward pass, and `generated` is scattered into.)
+        generated_at_source = log_p_vocab.gather(-1, source_ids) + log_p_gen  # (B, T, S)
     else:
-        mixed = log_p_vocab.add_(log_p_gen)
+        generated = log_p_vocab.add_(log_p_gen)
+        generated_at_source = generated.gather(-1, source_ids)
+    # The same two halves as `mix_log_probs`.
+    mixed_at_source = _log_add(generated_at_source, copied)  # (B, T, S)
     # Positions holding the same word write the same value, so the scatter order does not matter. But scatter_'s
     # backward hands each of them the word's whole gradient (a word twice in the source would count twice): with
     # autograd, an amax over the equal values shares it among them instead.
     if with_grad:
-        return mixed.scatter_reduce_(-1, source_ids, mixed_at_source, reduce="amax", include_self=False)
-    return mixed.scatter_(-1, source_ids, mixed_at_source)
+        return generated.scatter_reduce_(-1, source_ids, mixed_at_source, reduce="amax", include_self=False)
+    return generated.scatter_(-1, source_ids, mixed_at_source)
+
+
+def _pad_with_impossible_slots(logits: torch.Tensor, num_slots: int) -> torch.Tensor:
+    """(..., V) -> (..., V + num_slots), the new slots at -inf. One write of the result, where F.pad fills it with
+    the value first and then copies the logits over it."""
+    return torch.cat([logits, logits.new_full((*logits.shape[:-1], num_slots), -torch.inf)], dim=-1)
 
 
 def first_occurrence(extended_input_ids: torch.Tensor) -> torch.Tensor:
@@ -234,17 +280,25 @@ def first_occurrence(extended_input_ids: torch.Tensor) -> torch.Tensor:
 
 def _rows_per_source(encoder_states: torch.Tensor, attention_mask: torch.Tensor | None) -> int:
     """r such that rows come in runs of r identical sources (beam search and num_return_sequences repeat each source
-    r times), read off the rows themselves; 1 when they are not grouped. Two device syncs, once per generation."""
+    r times), read off the rows themselves; 1 when they are not grouped. Once per generation.
+
+    The run length is guessed from each row's first state and padding, then checked on every state with
+    `torch.equal` (no (B, S * D) comparison tensor: at 64 rows of 256 x 256 states the check took 19 ms, now 5 ms).
+    """
     rows = encoder_states.shape[0]
-    flat = encoder_states.reshape(rows, -1)
+    same_as_first = (encoder_states[:, 0] == encoder_states[:1, 0]).all(-1)  # (B,)
     if attention_mask is not None:
-        flat = torch.cat([flat, attention_mask.to(flat.dtype)], dim=-1)  # (B, S * D_enc + S)
-    same_as_first = (flat == flat[:1]).all(-1)  # (B,)
+        same_as_first &= (attention_mask == attention_mask[:1]).all(-1)
     run = rows if bool(same_as_first.all()) else int(same_as_first.int().argmin())
     if run <= 1 or rows % run:
         return 1
-    grouped = flat.view(rows // run, run, -1)
-    return run if bool((grouped == grouped[:, :1]).all()) else 1
+    for rows_of_sources in (encoder_states, attention_mask):
+        if rows_of_sources is None:
+            continue
+        grouped = rows_of_sources.reshape(rows // run, run, -1)
+        if not torch.equal(grouped, grouped[:, :1].expand_as(grouped)):
+            return 1
+    return run
 
 
 def _word_mass(pointer_attention: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
@@ -252,9 +306,15 @@ def _word_mass(pointer_attention: torch.Tensor, first: torch.Tensor) -> torch.Te
 
     `first` is `first_occurrence(extended_input_ids)`: a scatter_add over S slots, O(B T S).
     """
-    index = first.unsqueeze(1).expand_as(pointer_attention)  # (B, T, S)
+    index = _per_target_position(first, pointer_attention.shape[1])  # (B, T, S)
     grouped = torch.zeros_like(pointer_attention).scatter_add_(-1, index, pointer_attention)
     return grouped.gather(-1, index)
+
+
+def _per_target_position(source_index: torch.Tensor, target_len: int) -> torch.Tensor:
+    """(B, S) -> (B, T, S), a view. (A decoding step, T = 1, skips the expand: every op counts there.)"""
+    source_index = source_index.unsqueeze(1)
+    return source_index if target_len == 1 else source_index.expand(-1, target_len, -1)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -266,7 +326,7 @@ class PointerAttention(nn.Module):
     """Single-head bilinear attention from decoder states over encoder states, with optional coverage.
 
     score(t, i) = q_t . (W_k h_i) / sqrt(A) + c_i^t * w(q_t), where c^t is the sum of earlier attentions. The keys
-    W_k h_i depend on the source only: generation projects them once (`keys`) and reuses them at every step.
+    W_k h_i / sqrt(A) depend on the source only: generation projects them once (`keys`) and reuses them at every step.
     """
 
     def __init__(self, decoder_dim: int, encoder_dim: int, attention_dim: int, coverage: bool):
@@ -278,8 +338,8 @@ class PointerAttention(nn.Module):
         self.coverage_weight = nn.Linear(decoder_dim, 1) if coverage else None
 
     def keys(self, encoder_states: torch.Tensor) -> torch.Tensor:
-        """(B, S, D_enc) -> (B, S, A)."""
-        return self.key(encoder_states)
+        """(B, S, D_enc) -> (B, A, S): the scaled keys, laid out as the right operand of the scores' bmm."""
+        return (self.key(encoder_states) * self.scale).transpose(1, 2)
 
     def forward(
         self,
@@ -291,7 +351,7 @@ class PointerAttention(nn.Module):
         """
         Args:
             decoder_states: (B, T, D_dec).
-            keys: (B / r, S, A) from `keys(encoder_states)`, one row per source, where each source is decoded by r
+            keys: (B / r, A, S) from `keys(encoder_states)`, one row per source, where each source is decoded by r
                 consecutive rows of `decoder_states` (r = 1 in training; beam search's hypotheses share a source).
             source_padding: (B, 1, S) bool, True where a row has no source token; or None.
             coverage: (B, S) attention summed over the target positions before this call, or None (zeros).
@@ -299,12 +359,16 @@ class PointerAttention(nn.Module):
             attention (B, T, S) float32, and the per-step coverage before each step (B, T, S) (None without coverage).
         """
         query = self.query(decoder_states)  # (B, T, A)
-        batch, target_len, _ = query.shape
-        num_sources, source_len, _ = keys.shape
-        # Each source's keys are read once for all r of its rows: (B / r, r * T, A) x (B / r, A, S). Reading them
-        # per row would stream r copies of the largest per-step operand (beam search: 4 x (S, A) per source).
-        scores = torch.bmm(query.view(num_sources, -1, query.shape[-1]), keys.transpose(1, 2))
-        scores = scores.view(batch, target_len, source_len).float() * self.scale  # (B, T, S)
+        batch, target_len, attention_dim = query.shape
+        num_sources = keys.shape[0]
+        if num_sources == batch:
+            scores = torch.bmm(query, keys)  # (B, T, S)
+        else:
+            # Each source's keys are read once for all r of its rows: (B / r, r * T, A) x (B / r, A, S). Reading them
+            # per row would stream r copies of the largest per-step operand (beam search: 4 x (S, A) per source).
+            scores = torch.bmm(query.view(num_sources, -1, attention_dim), keys).view(batch, target_len, -1)
+        if scores.dtype != torch.float32:
+            scores = scores.float()
         if source_padding is not None:
             scores = scores.masked_fill(source_padding, torch.finfo(scores.dtype).min)
         if self.coverage_weight is None:
@@ -341,9 +405,9 @@ class PointerGeneratorCache(EncoderDecoderCache):
         self.num_extended_slots: int | None = None
         self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
         self.source_padding: torch.Tensor | None = None  # (B, 1, S) bool: True where a row has no source token
-        self.pointer_keys: torch.Tensor | None = None  # (B / r, S, A): the dedicated pointer's keys, one per source
+        self.pointer_keys: torch.Tensor | None = None  # (B / r, A, S): the dedicated pointer's keys, one per source
         self.rows_per_source = 1  # r: consecutive rows decoding the same source (beam search's hypotheses)
-        self.switch_context_scores: torch.Tensor | None = None  # (B, S): the copy switch's weight on each source state
+        self.switch_context_scores: torch.Tensor | None = None  # (B, S, 1): the switch's weight on each source state
 
     @property
     def pointer_coverage(self) -> torch.Tensor | None:
@@ -496,17 +560,34 @@ class CopySwitch(nn.Linear):
         self.context_dim = context_dim
 
     def context_scores(self, encoder_states: torch.Tensor) -> torch.Tensor:
-        """(B, S, D_enc) -> (B, S) float32."""
-        return F.linear(encoder_states, self.weight[:, : self.context_dim]).squeeze(-1).float()
+        """(B, S, D_enc) -> (B, S, 1) float32."""
+        return F.linear(encoder_states, self.weight[:, : self.context_dim]).float()
 
     def forward(
         self, attention: torch.Tensor, context_scores: torch.Tensor, decoder_states: torch.Tensor,
         input_embeds: torch.Tensor,
     ) -> torch.Tensor:
-        """attention (B, T, S), context_scores (B, S), decoder_states (B, T, D_dec), input_embeds (B, T, E) -> (B, T)."""
-        context_term = torch.bmm(attention.float(), context_scores.unsqueeze(-1)).squeeze(-1)  # (B, T)
+        """attention (B, T, S) float32, context_scores (B, S, 1), decoder_states (B, T, D_dec), input_embeds (B, T, E)
+        -> the p_gen logit (B, T, 1) float32 (the trailing 1 is what the mixture broadcasts over words)."""
+        context_term = torch.bmm(attention, context_scores)  # (B, T, 1)
         rest = torch.cat([decoder_states, input_embeds], dim=-1)  # (B, T, D_dec + E)
-        return F.linear(rest, self.weight[:, self.context_dim :], self.bias).squeeze(-1).float() + context_term
+        logit = F.linear(rest, self.weight[:, self.context_dim :], self.bias)  # (B, T, 1)
+        if logit.dtype != torch.float32:  # half-precision models and autocast: sum the two terms in float32
+            logit, context_term = logit.float(), context_term.float()
+        return logit + context_term
+
+
+class _CopyStep:
+    """What `forward` hands the decoder hook for one call (`inputs`) and what the hook hands back (`outputs`).
+
+    A plain object rather than attributes of the model: nn.Module.__setattr__ costs microseconds at every decoding step.
+    """
+
+    __slots__ = ("inputs", "outputs")
+
+    def __init__(self):
+        self.inputs: tuple | None = None
+        self.outputs: tuple | None = None
 
 
 class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, GenerationMixin):
@@ -531,9 +612,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             base_model = AutoModelForSeq2SeqLM.from_config(config.base_config, attn_implementation=attn)
         self.base = base_model
         # The pointer and the switch read the decoder's final states: a hook on the decoder computes them there (see
-        # `_copy_step_after_decoder`), from what `forward` leaves in `_copy_step_inputs` for the call.
-        self._copy_step_inputs: tuple | None = None
-        self._copy_step_outputs: tuple | None = None
+        # `_copy_step_after_decoder`), from what `forward` leaves in `_copy_step.inputs` for the call.
+        self._copy_step = _CopyStep()
         self.base.get_decoder().register_forward_hook(self._copy_step_after_decoder, with_kwargs=True)
         decoder_dim = _hidden_size(config.base_config, "decoder")
         encoder_dim = _hidden_size(config.base_config, "encoder")
@@ -700,9 +780,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         ms of a decoding step at batch 1 instead of 0.67 ms, and 1.0 ms instead of 1.37 ms at batch 16. (Asking the
         base for every layer's hidden states instead would also cost a tuple per step.)
         """
-        if self._copy_step_inputs is None:
+        if self._copy_step.inputs is None:
             return  # the decoder called on its own, not through this model's forward
-        attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds = self._copy_step_inputs
+        attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds, mixed_source = (
+            self._copy_step.inputs
+        )
         encoder_states = kwargs.get("encoder_hidden_states")  # (B, S, D_enc)
         if encoder_states is None:
             raise RuntimeError(
@@ -719,8 +801,16 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             cache.append_coverage(coverage_before + pointer_attention)
         switch_logit = self._switch_logit(
             pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
-        )  # (B, T)
-        self._copy_step_outputs = (pointer_attention, coverage_before, switch_logit)
+        )  # (B, T, 1)
+        mixture = None
+        if mixed_source is not None:
+            # Everything of the mixture that does not need the vocabulary logits, computed before the LM head.
+            num_slots, first = self._source_layout(mixed_source, cache)
+            copy_side = None  # copying switched off: the base's own logits
+            if self.config.force_p_gen != 1.0:
+                copy_side = copy_side_of_mixture(pointer_attention, switch_logit, first)
+            mixture = (num_slots, copy_side)
+        self._copy_step.outputs = (pointer_attention, coverage_before, switch_logit, mixture)
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Shift labels right behind the decoder start token; -100 becomes pad, extended ids become unknown."""
@@ -777,19 +867,16 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             `logits` (B, T, V + N): log-probabilities of the final distribution (N = extended slots in the batch).
             When training with labels they are not built (None): the loss only needs the gold ids.
         """
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
-        # Not a forward argument: the Trainer takes every argument whose name holds "label" for a label column.
-        label_smoothing = self.config.label_smoothing
+        config = self.config
+        return_dict = return_dict if return_dict is not None else config.return_dict
+        output_attentions = output_attentions if output_attentions is not None else config.output_attentions
+        output_hidden_states = output_hidden_states if output_hidden_states is not None else config.output_hidden_states
         cache = cache if cache is not None else past_key_values
         source_ids = extended_input_ids if extended_input_ids is not None else input_ids
-        if not (isinstance(cache, PointerGeneratorCache) and cache.num_extended_slots is not None):
-            # A cache that holds the source's layout was filled by a call that checked this source: every later
-            # decoding step would only repeat three device syncs.
-            self._check_source_ids(input_ids, extended_input_ids)
+        # A later decoding step: the cache holds the source's layout, filled by a call that checked this source.
+        num_slots_known = cache.num_extended_slots if isinstance(cache, PointerGeneratorCache) else None
+        if num_slots_known is None:
+            self._check_source_ids(input_ids, extended_input_ids)  # three device syncs: not at every step
         if source_ids is None:
             raise ValueError(
                 "The pointer needs the source ids: pass input_ids (or extended_input_ids alongside encoder_outputs)."
@@ -799,10 +886,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
-        if decoder_input_ids is not None:
+        if decoder_input_ids is not None and num_slots_known != 0:  # sources without OOV words cannot feed one back
             decoder_input_ids = self._to_base_vocabulary(decoder_input_ids)
 
-        use_cache = use_cache if use_cache is not None else self.config.base_config.use_cache
+        use_cache = use_cache if use_cache is not None else config.base_config.use_cache
         if use_cache:
             if cache is None:
                 cache = PointerGeneratorCache(DynamicCache(), DynamicCache())
@@ -812,8 +899,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         previous_coverage = cache.pointer_coverage if isinstance(cache, PointerGeneratorCache) else None
 
         need_cross_attentions = self.pointer is None
-        self._copy_step_inputs = (attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds)
-        self._copy_step_outputs = None
+        build_logits = labels is None or not self.training
+        copy_step = self._copy_step
+        copy_step.inputs = (
+            attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds,
+            source_ids if build_logits else None,
+        )
+        copy_step.outputs = None
         try:
             base_outputs = self.base(
                 input_ids=input_ids,
@@ -831,10 +923,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 **kwargs,
             )
         finally:
-            self._copy_step_inputs = None
-        if self._copy_step_outputs is None:
+            copy_step.inputs = None
+        if copy_step.outputs is None:
             raise RuntimeError(f"{type(self.base).__name__}'s forward did not run its decoder (get_decoder()).")
-        (pointer_attention, coverage_before, switch_logit), self._copy_step_outputs = self._copy_step_outputs, None
+        (pointer_attention, coverage_before, switch_logit, mixture), copy_step.outputs = copy_step.outputs, None
+        switch_logit = switch_logit.squeeze(-1) if labels is not None or output_pointer else None  # (B, T)
         encoder_states = base_outputs.encoder_last_hidden_state  # (B, S, D_enc)
 
         vocab_logits = base_outputs.logits  # (B, T, V)
@@ -842,30 +935,32 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         if labels is not None:
             gold_mask = labels != -100
             per_token = -gold_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, labels)  # (B, T)
+            # Not a forward argument: the Trainer takes every argument whose name holds "label" for a label column.
+            label_smoothing = config.label_smoothing
             if label_smoothing > 0:
                 smoothing = -smoothed_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit)
                 per_token = (1.0 - label_smoothing) * per_token + label_smoothing * smoothing
             denominator = num_items_in_batch if num_items_in_batch is not None else gold_mask.sum().clamp_min(1)
             loss = per_token[gold_mask].sum() / denominator
-            if self.config.force_p_gen in (0.0, 1.0) and torch.isinf(loss):
+            if config.force_p_gen in (0.0, 1.0) and torch.isinf(loss):
                 logger.warning_once(
-                    f"The loss is infinite: with force_p_gen={self.config.force_p_gen} some labels are impossible "
+                    f"The loss is infinite: with force_p_gen={config.force_p_gen} some labels are impossible "
                     "(1.0 never copies, so an out-of-vocabulary label cannot be produced; 0.0 always copies, so a label "
                     "absent from its source cannot)."
                 )
-            if self.config.coverage:
+            if config.coverage:
                 # See et al.: sum_i min(a_i^t, c_i^t), c^t = attention summed over steps before t.
                 per_step = torch.minimum(pointer_attention, coverage_before).sum(-1)  # (B, T)
                 coverage_loss = per_step[gold_mask].sum() / denominator
-                loss = loss + self.config.coverage_weight * coverage_loss
-        if labels is None or not self.training:
-            num_slots, first = self._source_layout(source_ids, cache)
-            if self.config.force_p_gen == 1.0:
+                loss = loss + config.coverage_weight * coverage_loss
+        if build_logits:
+            num_slots, copy_side = mixture
+            if copy_side is None:
                 # Copying switched off: the base's own logits, so that every generate() option (repetition
                 # penalties included) sees exactly what it sees on the base.
-                logits = F.pad(vocab_logits, (0, num_slots), value=-torch.inf) if num_slots else vocab_logits
+                logits = _pad_with_impossible_slots(vocab_logits, num_slots) if num_slots else vocab_logits
             else:
-                logits = extended_log_probs(vocab_logits, pointer_attention, source_ids, switch_logit, num_slots, first)
+                logits = mix_copy_side(vocabulary_log_probs(vocab_logits, num_slots), source_ids, copy_side)
             if labels is not None:
                 logits = self._pad_to_evaluation_width(logits)
             elif self.training and num_items_in_batch is not None:
@@ -888,19 +983,24 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         return output if return_dict else output.to_tuple()
 
     def _source_features(self, encoder_states: torch.Tensor, attention_mask: torch.Tensor | None, cache):
-        """The pointer's keys (B / r, S, A) (None for the cross-attention pointer), the source padding (B, 1, S) bool
-        or None, and the switch's per-source scores (B, S): they depend on the source only, so generation computes
+        """The pointer's keys (B / r, A, S) (None for the cross-attention pointer), the source padding (B, 1, S) bool
+        or None, and the switch's per-source scores (B, S, 1): they depend on the source only, so generation computes
         them once and keeps them in the cache."""
         if isinstance(cache, PointerGeneratorCache) and cache.switch_context_scores is not None:
             return cache.pointer_keys, cache.source_padding, cache.switch_context_scores
         padding = None if attention_mask is None else ~attention_mask.bool().unsqueeze(1)
         rows_per_source = 1
-        if isinstance(cache, PointerGeneratorCache) and self.pointer is not None:
-            rows_per_source = _rows_per_source(encoder_states, attention_mask)
+        if isinstance(cache, PointerGeneratorCache):
+            if padding is not None and not bool(padding.any()):
+                padding = None  # nothing to mask at any step of this generation (one device sync, here only)
+            if self.pointer is not None:
+                rows_per_source = _rows_per_source(encoder_states, attention_mask)
         keys = None
         if self.pointer is not None:
             keys = self.pointer.keys(encoder_states[::rows_per_source])
-        context_scores = self.copy_switch.context_scores(encoder_states)
+        context_scores = self.copy_switch.context_scores(encoder_states[::rows_per_source])  # (B / r, S, 1)
+        if rows_per_source > 1:
+            context_scores = context_scores.repeat_interleave(rows_per_source, dim=0)  # (B, S, 1)
         if isinstance(cache, PointerGeneratorCache):
             cache.pointer_keys, cache.source_padding, cache.switch_context_scores = keys, padding, context_scores
             cache.rows_per_source = rows_per_source
@@ -977,7 +1077,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         if self.config.force_p_gen is not None:
             p = self.config.force_p_gen
             value = math.inf if p == 1.0 else -math.inf if p == 0.0 else math.log(p / (1.0 - p))
-            return decoder_states.new_full(decoder_states.shape[:2], value, dtype=torch.float32)
+            return decoder_states.new_full((*decoder_states.shape[:2], 1), value, dtype=torch.float32)
         if decoder_inputs_embeds is None:
             decoder_inputs_embeds = self.base.get_input_embeddings()(decoder_input_ids)  # (B, T, E)
         return self.copy_switch(pointer_attention, context_scores, decoder_states, decoder_inputs_embeds)

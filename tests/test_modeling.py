@@ -267,6 +267,13 @@ def test_rows_per_source_groups_only_rows_with_the_same_source():
     # Runs of unequal length (a source repeated in the batch, then a different one) are not a grouping.
     uneven = torch.cat([states[:1], states[:1], states[1:2]])
     assert _rows_per_source(uneven, mask) == 1
+    # Rows that agree on their first position (which suggests the run length) but differ later: not grouped.
+    late_difference = states.repeat_interleave(4, 0)
+    late_difference[5, 3, 1] += 1.0
+    assert _rows_per_source(late_difference, mask.repeat_interleave(4, 0)) == 1
+    late_padding = mask.repeat_interleave(4, 0)
+    late_padding[6, -1] = 0
+    assert _rows_per_source(states.repeat_interleave(4, 0), late_padding) == 1
 
 
 def test_beam_search_shares_each_sources_pointer_keys_and_scores_as_per_row_keys(monkeypatch):
@@ -312,7 +319,7 @@ def test_the_decoder_called_on_its_own_runs_no_copy_step():
             input_ids=input_ids[:, :2], encoder_hidden_states=encoder_states, encoder_attention_mask=attention_mask
         )
     assert decoder_out.last_hidden_state.shape == (3, 2, 32)
-    assert model._copy_step_outputs is None
+    assert model._copy_step.outputs is None
 
 
 @pytest.mark.parametrize(
