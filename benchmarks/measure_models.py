@@ -1,4 +1,5 @@
-"""The pointer-generator against its base, step for step: training step time and peak memory, generation throughput.
+"""The pointer-generator against its base, step for step: training step time and peak memory, generation throughput,
+and (diagnostic) the cost of one decoding step.
 
 Both models are built from the same config and seed, sit in one process and run interleaved (`harness.interleaved`,
 ABBA); the ratios (pointer-generator / base) are the medians of the per-repeat paired ratios. These are the numbers
@@ -8,14 +9,20 @@ the targets of issue 8 apply to (`TARGETS` in `benchmarks/run.py`).
 from __future__ import annotations
 
 import gc
+import statistics
+import time
 from typing import Any
 
 import torch
+from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from .harness import PeakMemory, interleaved, log, paired_ratio, summary, sync
 from .workloads import UNK, bart_config, build, make_labels, make_source
 
-__all__ = ["bench_generation", "bench_training"]
+__all__ = ["bench_decoding_step", "bench_generation", "bench_training"]
+
+# 5.24 renamed the cache argument and output field from `past_key_values` to `cache`.
+_CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
 
 
 def bench_training(size: str, length: int, vocab: int, args: Any) -> dict:
@@ -119,6 +126,81 @@ def bench_generation(size: str, args: Any) -> list[dict]:
             log(
                 f"generation {size} batch {batch} beams {beams}: base {r['tokens_per_s']['base']['median']:.0f} "
                 f"tok/s, pg {r['tokens_per_s']['pg']['median']:.0f} tok/s, ratio {r['throughput_ratio']['median']:.3f}"
+            )
+    del models
+    gc.collect()
+    return results
+
+
+def bench_decoding_step(size: str, args: Any) -> list[dict]:
+    """One decoding step of each model (forward only, KV cache), alternating base and pointer-generator step by step.
+
+    Rows = batch x beams: each source repeated `beams` times, as generate() lays out beam hypotheses (the copy model
+    shares a source's pointer keys among them). The cache holds the decoder start token and `args.new_tokens // 2`
+    earlier steps (a mid-generation step); after each measured step it is cropped back, so every step sees the same
+    state. Generation's own per-step work (logits processors, beam bookkeeping, cache reordering) is not in it, nor
+    the first step's per-source work: this isolates what the copy model adds to the forward of a step, with
+    `args.step_repeats` samples per model instead of a few whole generate() calls. Diagnostic: no target.
+    """
+    vocab, source_len = args.gen_vocab, args.gen_source_length
+    config = bart_config(size, vocab, source_len)
+    dev = args.device
+    models = {kind: build(kind, config, dev).eval() for kind in ("base", "pg")}
+    results = []
+    for batch in args.gen_batches:
+        for beams in (1, 4):
+            input_ids, extended = make_source(batch, source_len, vocab, seed=2)
+            rows = {"input_ids": input_ids, "extended_input_ids": extended, "attention_mask": torch.ones_like(input_ids)}
+            rows = {key: value.repeat_interleave(beams, dim=0).to(dev) for key, value in rows.items()}
+            decoder_start = torch.full((batch * beams, 1), config.decoder_start_token_id, device=dev)
+            next_token = torch.full((batch * beams, 1), 5, device=dev)
+            steps = {}
+            with torch.no_grad():
+                for kind, model in models.items():
+                    inputs = {"attention_mask": rows["attention_mask"]}
+                    if kind == "pg":
+                        inputs["extended_input_ids"] = rows["extended_input_ids"]
+                    encoder = model.get_encoder()(input_ids=rows["input_ids"], attention_mask=rows["attention_mask"])
+                    inputs["encoder_outputs"] = encoder
+                    out = model(**inputs, decoder_input_ids=decoder_start, use_cache=True, return_dict=True)
+                    cache = out[_CACHE_FIELD]
+                    for _ in range(args.new_tokens // 2):
+                        model(**inputs, decoder_input_ids=next_token, use_cache=True, **{_CACHE_FIELD: cache})
+                    steps[kind] = (model, inputs, cache)
+
+                def one_step(kind: str) -> float:
+                    model, inputs, cache = steps[kind]
+                    sync(dev)
+                    start = time.perf_counter()
+                    model(**inputs, decoder_input_ids=next_token, use_cache=True, **{_CACHE_FIELD: cache})
+                    sync(dev)
+                    elapsed = time.perf_counter() - start
+                    cache.crop(-1)
+                    return elapsed
+
+                times = {"base": [], "pg": []}
+                for r in range(args.step_repeats + 10):  # the first 10 rounds warm up
+                    for kind in ("base", "pg") if r % 2 == 0 else ("pg", "base"):
+                        elapsed = one_step(kind)
+                        if r >= 10:
+                            times[kind].append(elapsed)
+            base, pg = statistics.median(times["base"]), statistics.median(times["pg"])
+            results.append(
+                {
+                    "size": size,
+                    "vocab": vocab,
+                    "source_length": source_len,
+                    "cached_positions": args.new_tokens // 2 + 1,
+                    "batch": batch,
+                    "num_beams": beams,
+                    "step_s": {kind: summary(v) for kind, v in times.items()},
+                    "extra_s": pg - base,
+                    "step_ratio": base / pg,
+                }
+            )
+            log(
+                f"decoding step {size} batch {batch} beams {beams}: base {base * 1e3:.2f} ms, pg {pg * 1e3:.2f} ms, "
+                f"extra {(pg - base) * 1e3:.2f} ms ({base / pg:.3f})"
             )
     del models
     gc.collect()

@@ -102,6 +102,30 @@ def _generation(report: dict, targets: dict) -> list[str]:
     return lines + [""]
 
 
+def _step(report: dict) -> list[str]:
+    s0 = report["step"][0]
+    lines = [
+        f"## One decoding step (forward only, KV cache holding {s0['cached_positions']} positions, source length "
+        f"{s0['source_length']}, vocab {s0['vocab'] // 1024}K)",
+        "",
+        f"Diagnostic, no target: {report['settings'].get('step_repeats', s0['step_s']['base']['n'])} steps of each "
+        "model, alternating step by step, the cache cropped back after each. Rows = batch x beams (each source "
+        "repeated per beam, as generate() lays out hypotheses). Generation's own per-step work and the first step's "
+        "per-source work are not in it.",
+        "",
+        "| size | batch | beams | base step ms [Q1, Q3] | PG step ms [Q1, Q3] | PG extra ms | step ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in report["step"]:
+        b, p = r["step_s"]["base"], r["step_s"]["pg"]
+        lines.append(
+            f"| {r['size']} | {r['batch']} | {r['num_beams']} | {b['median'] * 1e3:.2f} "
+            f"[{b['q1'] * 1e3:.2f}, {b['q3'] * 1e3:.2f}] | {p['median'] * 1e3:.2f} "
+            f"[{p['q1'] * 1e3:.2f}, {p['q3'] * 1e3:.2f}] | {r['extra_s'] * 1e3:.2f} | {r['step_ratio']:.3f} |"
+        )
+    return lines + [""]
+
+
 def _mixture(report: dict, targets: dict) -> list[str]:
     x0 = report["mixture"][0]
     lines = [
@@ -249,6 +273,8 @@ def markdown(report: dict) -> str:
         lines += _training(report, targets)
     if report.get("generation"):
         lines += _generation(report, targets)
+    if report.get("step"):
+        lines += _step(report)
     if report.get("protection"):
         lines += _protection(report, targets)
     if report.get("copy_info"):
@@ -272,6 +298,11 @@ def _panels(report: dict) -> list[tuple]:
         labels = [f"{r['size']}\nb{r['batch']} beam{r['num_beams']}" for r in report["generation"]]
         panels.append(("Generation throughput (PG / base)", labels,
                        [r["throughput_ratio"] for r in report["generation"]], targets["generation"], True))
+    if report.get("step"):
+        labels = [f"{r['size']}\nb{r['batch']} beam{r['num_beams']}" for r in report["step"]]
+        panels.append(("One decoding step, base time / PG time", labels,
+                       [{"median": r["step_ratio"], "q1": r["step_ratio"], "q3": r["step_ratio"]}
+                        for r in report["step"]], None, True))
     if report.get("protection"):
         labels = [f"b{r['batch']} beam{r['num_beams']}" for r in report["protection"]]
         panels.append(("Generation time, protected / unprotected", labels,

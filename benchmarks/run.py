@@ -5,6 +5,8 @@ order) so that machine noise hits both alike:
 
 * training: one step (forward + backward + AdamW step), time and peak memory;
 * generation: throughput (greedy and beam 4, batch 1 and 16, KV cache, fixed number of new tokens);
+* step: one decoding step's forward (the same batches and beams), step by step, to read what the copy model adds to
+  a step in milliseconds (diagnostic, no target);
 * protection: generate() with protected placeholders against without, on real messages (issue 10);
 * copy_info: generate(output_copy_info=True) against without (issue 11);
 * mixture: the copy step (`mix_into_log_probs`) against a Python loop over (example, source position), and, as
@@ -44,7 +46,7 @@ import transformers  # noqa: E402
 
 from .harness import MEMORY_METHOD, log, machine  # noqa: E402
 from .measure_mixture import bench_mixture  # noqa: E402
-from .measure_models import bench_generation, bench_training  # noqa: E402
+from .measure_models import bench_decoding_step, bench_generation, bench_training  # noqa: E402
 from .measure_options import bench_copy_info, bench_protection  # noqa: E402
 from .profiles import bench_profile  # noqa: E402
 from .report import write  # noqa: E402
@@ -61,8 +63,8 @@ TARGETS = {
     "protection_time": 1.10,
     "mixture_speedup": 100.0,
 }
-SECTIONS = ("training", "generation", "protection", "copy_info", "mixture", "profile")
-DEFAULT_SECTIONS = "training,generation,protection,copy_info,mixture"
+SECTIONS = ("training", "generation", "step", "protection", "copy_info", "mixture", "profile")
+DEFAULT_SECTIONS = "training,generation,step,protection,copy_info,mixture"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,6 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=None,
                         help="measured interleaved repeats per model or option (default 5; quick 2)")
     parser.add_argument("--warmup", type=int, default=None, help="warm-up training steps per model (default 2)")
+    parser.add_argument("--step-repeats", type=int, default=None,
+                        help="measured decoding steps per model in the step section (default 400; quick 20)")
     parser.add_argument("--min-run-time", type=float, default=None,
                         help="seconds of timed calls per mixture function (Timer.blocked_autorange; default 2, quick "
                         "0.2)")
@@ -119,7 +123,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.min_run_time = args.min_run_time or 0.2
         args.gen_source_length = 64
         args.mixture_target_lengths = [1]
+        args.step_repeats = args.step_repeats or 20
     args.repeats = args.repeats or 5
+    args.step_repeats = args.step_repeats or 400
     args.min_run_time = args.min_run_time or 2.0
     results = Path(__file__).resolve().parent / "results"
     default_out = results / "quick" if args.quick else results
@@ -143,6 +149,7 @@ def main(argv: list[str] | None = None) -> dict:
         "targets": TARGETS,
         "settings": {
             "repeats": args.repeats,
+            "step_repeats": args.step_repeats,
             "warmup": args.warmup,
             "min_run_time_s": args.min_run_time,
             "batch": args.batch,
@@ -152,6 +159,7 @@ def main(argv: list[str] | None = None) -> dict:
         },
         "training": [],
         "generation": [],
+        "step": [],
         "protection": [],
         "copy_info": None,
         "mixture": [],
@@ -162,6 +170,9 @@ def main(argv: list[str] | None = None) -> dict:
     if "generation" in args.only:
         for size in args.sizes:
             report["generation"] += bench_generation(size, args)
+    if "step" in args.only:
+        for size in args.sizes:
+            report["step"] += bench_decoding_step(size, args)
     if "protection" in args.only:
         report["protection"] = bench_protection(args)
     if "copy_info" in args.only:
