@@ -326,7 +326,7 @@ class PointerAttention(nn.Module):
     """Single-head bilinear attention from decoder states over encoder states, with optional coverage.
 
     score(t, i) = q_t . (W_k h_i) / sqrt(A) + c_i^t * w(q_t), where c^t is the sum of earlier attentions. The keys
-    W_k h_i / sqrt(A) depend on the source only: generation projects them once (`keys`) and reuses them at every step.
+    W_k h_i depend on the source only: generation projects them once (`keys`) and reuses them at every step.
     """
 
     def __init__(self, decoder_dim: int, encoder_dim: int, attention_dim: int, coverage: bool):
@@ -338,8 +338,8 @@ class PointerAttention(nn.Module):
         self.coverage_weight = nn.Linear(decoder_dim, 1) if coverage else None
 
     def keys(self, encoder_states: torch.Tensor) -> torch.Tensor:
-        """(B, S, D_enc) -> (B, A, S): the scaled keys, laid out as the right operand of the scores' bmm."""
-        return (self.key(encoder_states) * self.scale).transpose(1, 2)
+        """(B, S, D_enc) -> (B, A, S): the keys, laid out as the right operand of the scores' bmm."""
+        return self.key(encoder_states).transpose(1, 2)
 
     def forward(
         self,
@@ -369,6 +369,7 @@ class PointerAttention(nn.Module):
             scores = torch.bmm(query.view(num_sources, -1, attention_dim), keys).view(batch, target_len, -1)
         if scores.dtype != torch.float32:
             scores = scores.float()
+        scores = scores.mul_(self.scale)  # (B, T, S); in place: the bmm's backward does not read its output
         if source_padding is not None:
             scores = scores.masked_fill(source_padding, torch.finfo(scores.dtype).min)
         if self.coverage_weight is None:
