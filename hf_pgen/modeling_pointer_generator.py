@@ -341,35 +341,55 @@ class PointerAttention(nn.Module):
         """(B, S, D_enc) -> (B, A, S): the keys, laid out as the right operand of the scores' bmm."""
         return self.key(encoder_states).transpose(1, 2)
 
+    def decoding_keys(self, encoder_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, S, D_enc) -> keys with the query projection and the scale folded in (B, D_dec, S), and the query bias's
+        part of the scores (B, 1, S):
+
+            scale * (W_q s + b_q) . (W_k h_i) = s . (scale * W_q^T W_k) h_i + (scale * W_k^T b_q) . h_i
+
+        Generation computes them once per source; each step's scores are then one baddbmm of the decoder states s, with
+        no query projection and no scaling pass. The (D_dec, D_enc) product is formed once, so the keys cost what
+        `keys` costs. Equal to the scores from `keys` up to float rounding.
+        """
+        weight = (self.query.weight.t() @ self.key.weight) * self.scale  # (D_dec, D_enc)
+        bias = (self.key.weight.t() @ self.query.bias) * self.scale  # (D_enc,)
+        keys = F.linear(encoder_states, weight).transpose(1, 2)  # (B, D_dec, S)
+        return keys, (encoder_states @ bias).unsqueeze(1)  # (B, D_dec, S), (B, 1, S)
+
     def forward(
         self,
         decoder_states: torch.Tensor,
         keys: torch.Tensor,
         source_padding: torch.Tensor | None,
         coverage: torch.Tensor | None,
+        key_bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
         Args:
             decoder_states: (B, T, D_dec).
-            keys: (B / r, A, S) from `keys(encoder_states)`, one row per source, where each source is decoded by r
-                consecutive rows of `decoder_states` (r = 1 in training; beam search's hypotheses share a source).
+            keys: (B / r, A, S) from `keys(encoder_states)`, or (B / r, D_dec, S) from `decoding_keys` (then with
+                `key_bias` (B / r, 1, S)); one row per source, where each source is decoded by r consecutive rows of
+                `decoder_states` (r = 1 in training; beam search's hypotheses share a source).
             source_padding: (B, 1, S) bool, True where a row has no source token; or None.
             coverage: (B, S) attention summed over the target positions before this call, or None (zeros).
         Returns:
             attention (B, T, S) float32, and the per-step coverage before each step (B, T, S) (None without coverage).
         """
-        query = self.query(decoder_states)  # (B, T, A)
-        batch, target_len, attention_dim = query.shape
+        batch, target_len, _ = decoder_states.shape
+        queries = self.query(decoder_states) if key_bias is None else decoder_states  # (B, T, A) or (B, T, D_dec)
         num_sources = keys.shape[0]
-        if num_sources == batch:
-            scores = torch.bmm(query, keys)  # (B, T, S)
+        if num_sources != batch:
+            # Each source's keys are read once for all r of its rows: (B / r, r * T, K) x (B / r, K, S). Reading them
+            # per row would stream r copies of the largest per-step operand (beam search: 4 x (S, K) per source).
+            queries = queries.reshape(num_sources, -1, queries.shape[-1])
+        if key_bias is None:
+            scores = torch.bmm(queries, keys).view(batch, target_len, -1)  # (B, T, S)
         else:
-            # Each source's keys are read once for all r of its rows: (B / r, r * T, A) x (B / r, A, S). Reading them
-            # per row would stream r copies of the largest per-step operand (beam search: 4 x (S, A) per source).
-            scores = torch.bmm(query.view(num_sources, -1, attention_dim), keys).view(batch, target_len, -1)
+            scores = torch.baddbmm(key_bias, queries, keys).view(batch, target_len, -1)  # scaled already
         if scores.dtype != torch.float32:
             scores = scores.float()
-        scores = scores.mul_(self.scale)  # (B, T, S); in place: the bmm's backward does not read its output
+        if key_bias is None:
+            scores = scores.mul_(self.scale)  # (B, T, S); in place: the bmm's backward does not read its output
         if source_padding is not None:
             scores = scores.masked_fill(source_padding, torch.finfo(scores.dtype).min)
         if self.coverage_weight is None:
@@ -398,7 +418,9 @@ class PointerGeneratorCache(EncoderDecoderCache):
     # Beam search only permutes hypotheses within each example, so what depends on the source alone needs no
     # reordering; contrastive search and assisted decoding select and repeat rows, which moves everything.
     _PER_HYPOTHESIS_STATE = ("coverage_history",)
-    _SOURCE_STATE = ("source_first_occurrence", "source_padding", "pointer_keys", "switch_context_scores")
+    _SOURCE_STATE = (
+        "source_first_occurrence", "source_padding", "pointer_keys", "pointer_key_bias", "switch_context_scores"
+    )
 
     def __init__(self, *caches):
         super().__init__(*caches)
@@ -406,9 +428,14 @@ class PointerGeneratorCache(EncoderDecoderCache):
         self.num_extended_slots: int | None = None
         self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
         self.source_padding: torch.Tensor | None = None  # (B, 1, S) bool: True where a row has no source token
-        self.pointer_keys: torch.Tensor | None = None  # (B / r, A, S): the dedicated pointer's keys, one per source
+        # The dedicated pointer's `decoding_keys`, one per source: (B / r, D_dec, S) and (B / r, 1, S).
+        self.pointer_keys: torch.Tensor | None = None
+        self.pointer_key_bias: torch.Tensor | None = None
         self.rows_per_source = 1  # r: consecutive rows decoding the same source (beam search's hypotheses)
         self.switch_context_scores: torch.Tensor | None = None  # (B, S, 1): the switch's weight on each source state
+        # The module embedding the decoder inputs, for the switch: get_input_embeddings walks the base's attributes
+        # (20 us), so a generation looks it up once.
+        self.input_embeddings: nn.Module | None = None
 
     @property
     def pointer_coverage(self) -> torch.Tensor | None:
@@ -446,6 +473,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
         # Row selection and repetition move rows across sources: give every row its own keys first.
         if self.pointer_keys is not None and self.rows_per_source > 1:
             self.pointer_keys = self.pointer_keys.repeat_interleave(self.rows_per_source, dim=0)
+            self.pointer_key_bias = self.pointer_key_bias.repeat_interleave(self.rows_per_source, dim=0)
         self.rows_per_source = 1
 
     def batch_repeat_interleave(self, repeats: int):
@@ -460,7 +488,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
 
     def reset(self):
         super().reset()
-        self.coverage_history = self.num_extended_slots = None
+        self.coverage_history = self.num_extended_slots = self.input_embeddings = None
         self.rows_per_source = 1
         for name in self._SOURCE_STATE:
             setattr(self, name, None)
@@ -481,6 +509,18 @@ class PointerGeneratorSeq2SeqLMOutput(Seq2SeqLMOutput):
     p_gen: torch.FloatTensor | None = None
     pointer_attentions: torch.FloatTensor | None = None
     coverage_loss: torch.FloatTensor | None = None
+
+    def __setattr__(self, name, value):
+        # ModelOutput.__setattr__ rebuilds the set of its field names at every assignment; the dataclass __init__
+        # assigns all 12 fields, so building this output cost 65 us, every decoding step. For a None field that
+        # method only sets the attribute: do that directly (27 us).
+        if value is None and name in _LM_OUTPUT_FIELDS:
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+
+_LM_OUTPUT_FIELDS = frozenset(PointerGeneratorSeq2SeqLMOutput.__dataclass_fields__)
 
 
 @dataclass
@@ -792,16 +832,22 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 f"{type(self.base).__name__} called its decoder without encoder_hidden_states as a keyword argument; "
                 "the pointer-generator reads the encoder states there. Please report this base model family."
             )
-        decoder_states = output[0]  # (B, T, D_dec)
-        keys, padding, context_scores = self._source_features(encoder_states, attention_mask, cache)
+        # (Indexing a ModelOutput builds the tuple of all its fields: read the attribute where there is one.)
+        decoder_states = getattr(output, "last_hidden_state", None)  # (B, T, D_dec)
+        if decoder_states is None:
+            decoder_states = output[0]
+        keys, key_bias, padding, context_scores, input_embeddings = self._source_features(
+            encoder_states, attention_mask, cache
+        )
         pointer_attention, coverage_before = self._pointer_attention(
-            decoder_states, keys, padding, attention_mask, getattr(output, "cross_attentions", None), previous_coverage
+            decoder_states, keys, key_bias, padding, attention_mask, getattr(output, "cross_attentions", None),
+            previous_coverage,
         )  # (B, T, S), (B, T, S)
         if isinstance(cache, PointerGeneratorCache) and self.config.coverage and self.pointer is not None:
             # Only the dedicated pointer's scores read coverage back at later steps.
             cache.append_coverage(coverage_before + pointer_attention)
         switch_logit = self._switch_logit(
-            pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
+            pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds, input_embeddings
         )  # (B, T, 1)
         mixture = None
         if mixed_source is not None:
@@ -822,15 +868,16 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
     def _to_base_vocabulary(self, ids: torch.Tensor) -> torch.Tensor:
         """Extended ids (copied words) fed back to the decoder are embedded as the unknown token."""
+        unk_token_id = self.config.unk_token_id
         is_extended = ids >= self.config.vocab_size
-        if self.config.unk_token_id is None:
+        if unk_token_id is None:
             if is_extended.any():
                 raise ValueError(
                     "Decoder inputs contain extended (copied) ids but config.unk_token_id is not set: set "
                     "model.config.unk_token_id = tokenizer.unk_token_id."
                 )
             return ids
-        return ids.masked_fill(is_extended, self.config.unk_token_id)
+        return ids.masked_fill(is_extended, unk_token_id)
 
     # -- forward --------------------------------------------------------------------------------------------------
 
@@ -984,32 +1031,40 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         return output if return_dict else output.to_tuple()
 
     def _source_features(self, encoder_states: torch.Tensor, attention_mask: torch.Tensor | None, cache):
-        """The pointer's keys (B / r, A, S) (None for the cross-attention pointer), the source padding (B, 1, S) bool
-        or None, and the switch's per-source scores (B, S, 1): they depend on the source only, so generation computes
-        them once and keeps them in the cache."""
+        """What the copy step reads besides the decoder states, fixed for a source, so that generation computes it once
+        and keeps it in the cache: the pointer's keys (B / r, K, S) and their bias (B / r, 1, S) or None (`keys`
+        without a cache, `decoding_keys` with one; both None for the cross-attention pointer), the source padding
+        (B, 1, S) bool or None, the switch's per-source scores (B, S, 1), and the module embedding decoder inputs."""
         if isinstance(cache, PointerGeneratorCache) and cache.switch_context_scores is not None:
-            return cache.pointer_keys, cache.source_padding, cache.switch_context_scores
+            return (
+                cache.pointer_keys, cache.pointer_key_bias, cache.source_padding, cache.switch_context_scores,
+                cache.input_embeddings,
+            )
         padding = None if attention_mask is None else ~attention_mask.bool().unsqueeze(1)
         rows_per_source = 1
-        if isinstance(cache, PointerGeneratorCache):
+        decoding = isinstance(cache, PointerGeneratorCache)
+        if decoding:
             if padding is not None and not bool(padding.any()):
                 padding = None  # nothing to mask at any step of this generation (one device sync, here only)
             if self.pointer is not None:
                 rows_per_source = _rows_per_source(encoder_states, attention_mask)
-        keys = None
+        keys = key_bias = None
         if self.pointer is not None:
-            keys = self.pointer.keys(encoder_states[::rows_per_source])
+            sources = encoder_states[::rows_per_source]
+            keys, key_bias = self.pointer.decoding_keys(sources) if decoding else (self.pointer.keys(sources), None)
         context_scores = self.copy_switch.context_scores(encoder_states[::rows_per_source])  # (B / r, S, 1)
         if rows_per_source > 1:
             context_scores = context_scores.repeat_interleave(rows_per_source, dim=0)  # (B, S, 1)
-        if isinstance(cache, PointerGeneratorCache):
-            cache.pointer_keys, cache.source_padding, cache.switch_context_scores = keys, padding, context_scores
+        input_embeddings = self.base.get_input_embeddings()
+        if decoding:
+            cache.pointer_keys, cache.pointer_key_bias, cache.source_padding = keys, key_bias, padding
+            cache.switch_context_scores, cache.input_embeddings = context_scores, input_embeddings
             cache.rows_per_source = rows_per_source
-        return keys, padding, context_scores
+        return keys, key_bias, padding, context_scores, input_embeddings
 
-    def _pointer_attention(self, decoder_states, keys, padding, attention_mask, cross_attentions, coverage):
+    def _pointer_attention(self, decoder_states, keys, key_bias, padding, attention_mask, cross_attentions, coverage):
         if self.pointer is not None:
-            attention, coverage_before = self.pointer(decoder_states, keys, padding, coverage)
+            attention, coverage_before = self.pointer(decoder_states, keys, padding, coverage, key_bias)
         else:
             layer = cross_attentions[self.config.pointer_layer]  # (B, H, T, S)
             heads = self.config.pointer_heads
@@ -1073,14 +1128,15 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             )
 
     def _switch_logit(
-        self, pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
+        self, pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds,
+        input_embeddings,
     ) -> torch.Tensor:
         if self.config.force_p_gen is not None:
             p = self.config.force_p_gen
             value = math.inf if p == 1.0 else -math.inf if p == 0.0 else math.log(p / (1.0 - p))
             return decoder_states.new_full((*decoder_states.shape[:2], 1), value, dtype=torch.float32)
         if decoder_inputs_embeds is None:
-            decoder_inputs_embeds = self.base.get_input_embeddings()(decoder_input_ids)  # (B, T, E)
+            decoder_inputs_embeds = input_embeddings(decoder_input_ids)  # (B, T, E)
         return self.copy_switch(pointer_attention, context_scores, decoder_states, decoder_inputs_embeds)
 
     # -- input checks ---------------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ from testing_utils import UNK, VOCAB, source_batch, tiny_base
 
 from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
 from hf_pgen.modeling_pointer_generator import (
+    PointerAttention,
+    PointerGeneratorSeq2SeqLMOutput,
     _rows_per_source,
     _word_mass,
     extended_log_probs,
@@ -304,10 +306,44 @@ def test_row_selection_gives_every_row_its_own_keys_again():
         max_new_tokens=3, return_dict_in_generate=True,
     )
     cache = out.past_key_values
-    keys_of_source_1 = cache.pointer_keys[1]
+    keys_of_source_1, bias_of_source_1 = cache.pointer_keys[1], cache.pointer_key_bias[1]
     cache.batch_select_indices(torch.tensor([3, 0]))  # row 3 decodes source 1, row 0 source 0
-    assert cache.rows_per_source == 1 and cache.pointer_keys.shape[0] == 2
+    assert cache.rows_per_source == 1 and cache.pointer_keys.shape[0] == cache.pointer_key_bias.shape[0] == 2
     assert torch.equal(cache.pointer_keys[0], keys_of_source_1)
+    assert torch.equal(cache.pointer_key_bias[0], bias_of_source_1)
+
+
+@pytest.mark.parametrize("rows_per_source", [1, 3])
+def test_decoding_keys_give_the_scores_of_the_query_projection(rows_per_source):
+    """Generation folds the query projection and the scale into the keys: the attention is the same, up to rounding
+    (a query bias, a query size unlike the decoder's and beam-grouped rows included)."""
+    torch.manual_seed(0)
+    pointer = PointerAttention(decoder_dim=24, encoder_dim=16, attention_dim=8, coverage=False)
+    torch.nn.init.normal_(pointer.query.bias)
+    encoder_states = torch.randn(2, 7, 16)  # (sources, S, D_enc)
+    decoder_states = torch.randn(2 * rows_per_source, 3, 24)  # (B, T, D_dec): r consecutive rows per source
+    padding = torch.zeros(2 * rows_per_source, 1, 7, dtype=torch.bool)
+    padding[-1, 0, -2:] = True
+    with torch.no_grad():
+        per_row_keys = pointer.keys(encoder_states).repeat_interleave(rows_per_source, dim=0)
+        expected, _ = pointer(decoder_states, per_row_keys, padding, None)
+        keys, key_bias = pointer.decoding_keys(encoder_states)
+        folded, _ = pointer(decoder_states, keys, padding, None, key_bias)
+    assert keys.shape == (2, 24, 7) and key_bias.shape == (2, 1, 7)
+    torch.testing.assert_close(folded, expected, atol=1e-6, rtol=1e-5)
+    assert (folded[-1, :, -2:] == 0).all()
+
+
+def test_lm_output_is_a_model_output_whatever_fields_are_set():
+    """Its faster attribute path keeps ModelOutput's behaviour: only set fields are keys, in field order."""
+    logits, pointer = torch.zeros(1, 2, 5), torch.ones(1, 2, 3)
+    out = PointerGeneratorSeq2SeqLMOutput(logits=logits, pointer_attentions=pointer)
+    assert list(out.keys()) == ["logits", "pointer_attentions"]
+    assert out[0] is logits and out["pointer_attentions"] is pointer and out.to_tuple() == (logits, pointer)
+    assert out.loss is None and out.p_gen is None
+    out.p_gen = torch.ones(1, 2)  # set later: becomes a key, as on any ModelOutput
+    out.logits = None  # set to None later: stays a key with its value, as on any ModelOutput
+    assert list(out.keys()) == ["logits", "pointer_attentions", "p_gen"] and out["logits"] is logits
 
 
 def test_the_decoder_called_on_its_own_runs_no_copy_step():
