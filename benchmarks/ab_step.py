@@ -27,15 +27,12 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tarfile  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
-from transformers import BartForConditionalGeneration  # noqa: E402
 
-import hf_pgen  # noqa: E402
-
-from .workloads import bart_config, make_source  # noqa: E402
+from .measure_models import decoding_step_states, time_steps_in_rotation  # noqa: E402
+from .workloads import bart_config, build  # noqa: E402
 
 _OTHER_PACKAGE = "hf_pgen_against"
 
@@ -70,46 +67,21 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         other = import_revision(args.against, Path(folder))
         config = bart_config(args.size, args.vocab, args.source_length)
-
-        def model(package):
-            torch.manual_seed(0)
-            base = BartForConditionalGeneration(config)
-            if package is None:
-                return base.eval()
-            wrapper = package.PointerGeneratorForConditionalGeneration
-            return wrapper.from_base(base, unk_token_id=config.unk_token_id).eval()
-
-        models = {"base": model(None), args.against: model(other), "working tree": model(hf_pgen)}
-        input_ids, extended = make_source(args.batch, args.source_length, args.vocab, seed=2)
-        rows = {"input_ids": input_ids, "extended_input_ids": extended, "attention_mask": torch.ones_like(input_ids)}
-        rows = {key: value.repeat_interleave(args.beams, dim=0) for key, value in rows.items()}
-        start = torch.full((len(input_ids) * args.beams, 1), config.decoder_start_token_id)
-        next_token = torch.full_like(start, 5)
-        states, last_logits = {}, {}
+        models = {
+            "base": build("base", config, "cpu").eval(),
+            args.against: build("pg", config, "cpu", wrapper=other.PointerGeneratorForConditionalGeneration).eval(),
+            "working tree": build("pg", config, "cpu").eval(),
+        }
+        # A mid-generation step, as the step section measures.
+        states, next_token = decoding_step_states(
+            models, config, args.batch, args.beams, args.source_length, "cpu", warm_steps=16
+        )
         with torch.no_grad():
-            for name, m in models.items():
-                inputs = {"attention_mask": rows["attention_mask"]}
-                if name != "base":
-                    inputs["extended_input_ids"] = rows["extended_input_ids"]
-                inputs["encoder_outputs"] = m.get_encoder()(
-                    input_ids=rows["input_ids"], attention_mask=rows["attention_mask"]
-                )
-                cache = m(**inputs, decoder_input_ids=start, use_cache=True).cache
-                for _ in range(16):  # a mid-generation step, as the step section measures
-                    out = m(**inputs, decoder_input_ids=next_token, use_cache=True, cache=cache)
-                states[name], last_logits[name] = (m, inputs, cache), out.logits
-
-            times = {name: [] for name in models}
-            names = list(models)
-            for r in range(args.steps + 10):  # the first 10 rounds warm up
-                for name in names[r % 3 :] + names[: r % 3]:
-                    m, inputs, cache = states[name]
-                    began = time.perf_counter()
-                    m(**inputs, decoder_input_ids=next_token, use_cache=True, cache=cache)
-                    elapsed = time.perf_counter() - began
-                    cache.crop(-1)
-                    if r >= 10:
-                        times[name].append(elapsed)
+            last_logits = {name: m(**inputs, decoder_input_ids=next_token, use_cache=True, cache=cache).logits
+                           for name, (m, inputs, cache) in states.items()}
+        for _, _, cache in states.values():
+            cache.crop(-1)
+        times = time_steps_in_rotation(states, next_token, args.steps, "cpu")
 
     copy_models = [name for name in models if name != "base"]
     a, b = (last_logits[name] for name in copy_models)

@@ -132,15 +132,65 @@ def bench_generation(size: str, args: Any) -> list[dict]:
     return results
 
 
+def decoding_step_states(
+    models: dict[str, Any], config: Any, batch: int, beams: int, source_len: int, dev: str, warm_steps: int
+) -> tuple[dict[str, tuple], torch.Tensor]:
+    """Each model mid-generation on the same sources: {name: (model, inputs, cache)} and the next decoder token.
+
+    Rows = batch x beams, each source repeated per beam as generate() lays out hypotheses (the copy model shares a
+    source's pointer keys among them). The cache holds the decoder start token and `warm_steps` earlier steps. A model
+    named "base" gets no extended ids; every other one is a copy model.
+    """
+    input_ids, extended = make_source(batch, source_len, config.vocab_size, seed=2)
+    rows = {"input_ids": input_ids, "extended_input_ids": extended, "attention_mask": torch.ones_like(input_ids)}
+    rows = {key: value.repeat_interleave(beams, dim=0).to(dev) for key, value in rows.items()}
+    decoder_start = torch.full((batch * beams, 1), config.decoder_start_token_id, device=dev)
+    next_token = torch.full((batch * beams, 1), 5, device=dev)
+    states = {}
+    with torch.no_grad():
+        for name, model in models.items():
+            inputs = {"attention_mask": rows["attention_mask"]}
+            if name != "base":
+                inputs["extended_input_ids"] = rows["extended_input_ids"]
+            inputs["encoder_outputs"] = model.get_encoder()(
+                input_ids=rows["input_ids"], attention_mask=rows["attention_mask"]
+            )
+            cache = model(**inputs, decoder_input_ids=decoder_start, use_cache=True, return_dict=True)[_CACHE_FIELD]
+            for _ in range(warm_steps):
+                model(**inputs, decoder_input_ids=next_token, use_cache=True, **{_CACHE_FIELD: cache})
+            states[name] = (model, inputs, cache)
+    return states, next_token
+
+
+def time_steps_in_rotation(states: dict[str, tuple], next_token: torch.Tensor, steps: int, dev: str) -> dict:
+    """One forward step of each model in turn, the order rotating every round, the cache cropped back after each
+    step so that every step sees the same state: {name: [seconds] * steps} after 10 warm-up rounds."""
+    names = list(states)
+    times = {name: [] for name in names}
+    with torch.no_grad():
+        for r in range(steps + 10):
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                model, inputs, cache = states[name]
+                sync(dev)
+                start = time.perf_counter()
+                model(**inputs, decoder_input_ids=next_token, use_cache=True, **{_CACHE_FIELD: cache})
+                sync(dev)
+                elapsed = time.perf_counter() - start
+                cache.crop(-1)
+                if r >= 10:
+                    times[name].append(elapsed)
+    return times
+
+
 def bench_decoding_step(size: str, args: Any) -> list[dict]:
     """One decoding step of each model (forward only, KV cache), alternating base and pointer-generator step by step.
 
-    Rows = batch x beams: each source repeated `beams` times, as generate() lays out beam hypotheses (the copy model
-    shares a source's pointer keys among them). The cache holds the decoder start token and `args.new_tokens // 2`
-    earlier steps (a mid-generation step); after each measured step it is cropped back, so every step sees the same
-    state. Generation's own per-step work (logits processors, beam bookkeeping, cache reordering) is not in it, nor
-    the first step's per-source work: this isolates what the copy model adds to the forward of a step, with
-    `args.step_repeats` samples per model instead of a few whole generate() calls. Diagnostic: no target.
+    `decoding_step_states` sets both up mid-generation (`args.new_tokens // 2` earlier steps) for batch x beams rows;
+    `time_steps_in_rotation` times them. Generation's own per-step work (logits processors, beam bookkeeping, cache
+    reordering) is not in it, nor the first step's per-source work: this isolates what the copy model adds to the
+    forward of a step, with `args.step_repeats` samples per model instead of a few whole generate() calls.
+    Diagnostic: no target.
     """
     vocab, source_len = args.gen_vocab, args.gen_source_length
     config = bart_config(size, vocab, source_len)
@@ -149,41 +199,10 @@ def bench_decoding_step(size: str, args: Any) -> list[dict]:
     results = []
     for batch in args.gen_batches:
         for beams in (1, 4):
-            input_ids, extended = make_source(batch, source_len, vocab, seed=2)
-            rows = {"input_ids": input_ids, "extended_input_ids": extended, "attention_mask": torch.ones_like(input_ids)}
-            rows = {key: value.repeat_interleave(beams, dim=0).to(dev) for key, value in rows.items()}
-            decoder_start = torch.full((batch * beams, 1), config.decoder_start_token_id, device=dev)
-            next_token = torch.full((batch * beams, 1), 5, device=dev)
-            steps = {}
-            with torch.no_grad():
-                for kind, model in models.items():
-                    inputs = {"attention_mask": rows["attention_mask"]}
-                    if kind == "pg":
-                        inputs["extended_input_ids"] = rows["extended_input_ids"]
-                    encoder = model.get_encoder()(input_ids=rows["input_ids"], attention_mask=rows["attention_mask"])
-                    inputs["encoder_outputs"] = encoder
-                    out = model(**inputs, decoder_input_ids=decoder_start, use_cache=True, return_dict=True)
-                    cache = out[_CACHE_FIELD]
-                    for _ in range(args.new_tokens // 2):
-                        model(**inputs, decoder_input_ids=next_token, use_cache=True, **{_CACHE_FIELD: cache})
-                    steps[kind] = (model, inputs, cache)
-
-                def one_step(kind: str) -> float:
-                    model, inputs, cache = steps[kind]
-                    sync(dev)
-                    start = time.perf_counter()
-                    model(**inputs, decoder_input_ids=next_token, use_cache=True, **{_CACHE_FIELD: cache})
-                    sync(dev)
-                    elapsed = time.perf_counter() - start
-                    cache.crop(-1)
-                    return elapsed
-
-                times = {"base": [], "pg": []}
-                for r in range(args.step_repeats + 10):  # the first 10 rounds warm up
-                    for kind in ("base", "pg") if r % 2 == 0 else ("pg", "base"):
-                        elapsed = one_step(kind)
-                        if r >= 10:
-                            times[kind].append(elapsed)
+            states, next_token = decoding_step_states(
+                models, config, batch, beams, source_len, dev, warm_steps=args.new_tokens // 2
+            )
+            times = time_steps_in_rotation(states, next_token, args.step_repeats, dev)
             base, pg = statistics.median(times["base"]), statistics.median(times["pg"])
             results.append(
                 {

@@ -49,13 +49,15 @@ def bart_config(size: str, vocab: int, max_len: int, **special_ids: int) -> Bart
     )
 
 
-def build(kind: str, config: BartConfig, device: str, seed: int = 0) -> PreTrainedModel:
+def build(
+    kind: str, config: BartConfig, device: str, seed: int = 0, wrapper: type = PointerGeneratorForConditionalGeneration
+) -> PreTrainedModel:
     """`"base"`: the plain BART; `"pg"`: the pointer-generator around it (default copy settings). Same seed, same
-    base weights."""
+    base weights. `wrapper`: the copy model's class (`benchmarks.ab_step` passes another revision's)."""
     torch.manual_seed(seed)
     model = BartForConditionalGeneration(config)
     if kind == "pg":
-        model = PointerGeneratorForConditionalGeneration.from_base(model, unk_token_id=config.unk_token_id)
+        model = wrapper.from_base(model, unk_token_id=config.unk_token_id)
     return model.to(device)
 
 
