@@ -180,7 +180,7 @@ def extended_log_probs(
     if source_first_occurrence is None:
         source_first_occurrence = first_occurrence(extended_input_ids)
     copy_side = copy_side_of_mixture(pointer_attention, switch_logit.unsqueeze(-1), source_first_occurrence)
-    return mix_copy_side(vocabulary_log_probs(vocab_logits, num_extended_slots), extended_input_ids, copy_side)
+    return mix_vocab_logits(vocab_logits, extended_input_ids, copy_side, num_extended_slots)
 
 
 def mix_into_log_probs(
@@ -202,15 +202,43 @@ def mix_into_log_probs(
 
 def vocabulary_log_probs(vocab_logits: torch.Tensor, num_extended_slots: int) -> torch.Tensor:
     """log P_vocab over the extended vocabulary: (B, T, V) raw logits -> (B, T, V + N) float32, -inf on the N slots."""
-    logits = vocab_logits if vocab_logits.dtype == torch.float32 else vocab_logits.float()
-    if not num_extended_slots:
-        return F.log_softmax(logits, dim=-1)
-    logits = _pad_with_impossible_slots(logits, num_extended_slots)  # (B, T, V + N)
-    if logits.is_cpu and not (torch.is_grad_enabled() and logits.requires_grad):
-        # The padded copy is ours: normalise it in place. On the CPU every fresh (B, T, V + N) buffer is page-faulted
-        # in, which at batch 16 cost about as much as the log-softmax pass itself.
-        return torch.log_softmax(logits, dim=-1, out=logits)
+    logits = vocab_logits.float()
+    if num_extended_slots:
+        logits = _pad_with_impossible_slots(logits, num_extended_slots)  # (B, T, V + N)
     return F.log_softmax(logits, dim=-1)
+
+
+def mix_vocab_logits(
+    vocab_logits: torch.Tensor,
+    extended_input_ids: torch.Tensor,
+    copy_side: tuple[torch.Tensor, torch.Tensor],
+    num_extended_slots: int,
+    logits_are_scratch: bool = False,
+) -> torch.Tensor:
+    """Raw LM-head logits (B, T, V) and `copy_side_of_mixture`'s terms -> the mixture (B, T, V + N) float32.
+
+    Without autograd, two passes over the vocabulary: the log-softmax (in place in `vocab_logits` when the caller says
+    they are scratch, i.e. no longer needed) and one write of log p_gen + log P_vocab into the wider result; then the
+    S source ids alone are mixed. Padding first and normalising the padded copy, as autograd needs, costs a third pass
+    over (B, T, V + N), and at 64 rows of a 32K vocabulary each pass is about a millisecond of a decoding step.
+    """
+    with_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (vocab_logits, *copy_side))
+    if with_grad:
+        return mix_copy_side(vocabulary_log_probs(vocab_logits, num_extended_slots), extended_input_ids, copy_side)
+    log_p_gen, copied = copy_side  # (B, T, 1), (B, T, S)
+    logits = vocab_logits.float()  # a copy unless float32 already
+    if logits is vocab_logits and not logits_are_scratch:
+        log_p_vocab = F.log_softmax(logits, dim=-1)
+    else:
+        log_p_vocab = torch.log_softmax(logits, dim=-1, out=logits)  # (B, T, V)
+    if num_extended_slots:
+        vocab_size = log_p_vocab.shape[-1]
+        generated = log_p_vocab.new_empty(*log_p_vocab.shape[:-1], vocab_size + num_extended_slots)  # (B, T, V + N)
+        torch.add(log_p_vocab, log_p_gen, out=generated[..., :vocab_size])
+        generated[..., vocab_size:] = -torch.inf
+    else:
+        generated = log_p_vocab.add_(log_p_gen)
+    return _mix_at_source_ids(generated, extended_input_ids, copied)
 
 
 def copy_side_of_mixture(
@@ -233,27 +261,31 @@ def mix_copy_side(
 ) -> torch.Tensor:
     """log P_vocab (B, T, V + N) and `copy_side_of_mixture`'s terms -> the mixture (B, T, V + N).
 
-    Every word gets log p_gen + log P_vocab; only the S source ids also get copy mass, so they alone are recomputed
-    (a sparse update: no zero-filled (B, T, V + N) buffer, no dense scatter_add). Without autograd `log_p_vocab` is
-    updated in place and returned.
+    Every word gets log p_gen + log P_vocab; only the S source ids also get copy mass, so they alone are recomputed.
+    Without autograd `log_p_vocab` is updated in place and returned.
     """
     log_p_gen, copied = copy_side  # (B, T, 1), (B, T, S)
-    source_ids = _per_target_position(extended_input_ids, log_p_vocab.shape[1])  # (B, T, S)
     with_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (log_p_vocab, log_p_gen, copied))
-    if with_grad:
-        generated = log_p_vocab + log_p_gen
-        # (Gathered from log_p_vocab: gather keeps its input for the backward pass, and `generated` is scattered into.)
-        generated_at_source = log_p_vocab.gather(-1, source_ids) + log_p_gen  # (B, T, S)
-    else:
-        generated = log_p_vocab.add_(log_p_gen)
-        generated_at_source = generated.gather(-1, source_ids)
-    # The same two halves as `mix_log_probs`.
+    if not with_grad:
+        return _mix_at_source_ids(log_p_vocab.add_(log_p_gen), extended_input_ids, copied)
+    source_ids = _per_target_position(extended_input_ids, log_p_vocab.shape[1])  # (B, T, S)
+    generated = log_p_vocab + log_p_gen
+    # (Gathered from log_p_vocab: gather keeps its input for the backward pass, and `generated` is scattered into.)
+    generated_at_source = log_p_vocab.gather(-1, source_ids) + log_p_gen  # (B, T, S)
     mixed_at_source = _log_add(generated_at_source, copied)  # (B, T, S)
     # Positions holding the same word write the same value, so the scatter order does not matter. But scatter_'s
-    # backward hands each of them the word's whole gradient (a word twice in the source would count twice): with
-    # autograd, an amax over the equal values shares it among them instead.
-    if with_grad:
-        return generated.scatter_reduce_(-1, source_ids, mixed_at_source, reduce="amax", include_self=False)
+    # backward hands each of them the word's whole gradient (a word twice in the source would count twice): an amax
+    # over the equal values shares it among them instead.
+    return generated.scatter_reduce_(-1, source_ids, mixed_at_source, reduce="amax", include_self=False)
+
+
+def _mix_at_source_ids(generated: torch.Tensor, extended_input_ids: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
+    """Without autograd: log p_gen + log P_vocab (B, T, V + N) -> the mixture, in place, by recomputing only the
+    entries of the S source ids with their copy terms `copied` (B, T, S) (a sparse update: no zero-filled
+    (B, T, V + N) buffer, no dense scatter_add)."""
+    source_ids = _per_target_position(extended_input_ids, generated.shape[1])  # (B, T, S)
+    mixed_at_source = _log_add(generated.gather(-1, source_ids), copied)  # the two halves of `mix_log_probs`
+    # Positions holding the same word write the same value, so the scatter order does not matter.
     return generated.scatter_(-1, source_ids, mixed_at_source)
 
 
@@ -1008,7 +1040,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 # penalties included) sees exactly what it sees on the base.
                 logits = _pad_with_impossible_slots(vocab_logits, num_slots) if num_slots else vocab_logits
             else:
-                logits = mix_copy_side(vocabulary_log_probs(vocab_logits, num_slots), source_ids, copy_side)
+                # The base's logits are not returned: normalise them in place.
+                logits = mix_vocab_logits(vocab_logits, source_ids, copy_side, num_slots, logits_are_scratch=True)
             if labels is not None:
                 logits = self._pad_to_evaluation_width(logits)
             elif self.training and num_items_in_batch is not None:

@@ -21,10 +21,12 @@ from benchmarks.reference import (
     reference_smoothed,
 )
 from hf_pgen.modeling_pointer_generator import (
+    copy_side_of_mixture,
     extended_log_probs,
     first_occurrence,
     gold_log_probs,
     mix_into_log_probs,
+    mix_vocab_logits,
     num_oov_slots,
     smoothed_log_probs,
 )
@@ -151,6 +153,35 @@ def test_extended_log_probs_matches_loop(shape, switch):
         ours = extended_log_probs(vocab_logits, attention, extended, switch_logit, num_slots)
     assert ours.shape == (*shape[:2], shape[3] + num_slots) and ours.dtype == torch.float32
     assert_matches_reference(ours, ref)
+
+
+@pytest.mark.parametrize("shape, switch", CASES)
+def test_mix_vocab_logits_paths_agree(shape, switch):
+    """The mixture from raw logits takes three paths: without autograd it normalises into a fresh buffer, or into
+    the caller's logits when they are scratch (generation's decoding step), and with autograd it pads first. All
+    three give the same values, and only the scratch path may touch the caller's logits."""
+    vocab_logits, attention, extended, switch_logit, _, num_slots = random_mixture(shape, switch, seed=4)
+    copy_side = copy_side_of_mixture(attention, switch_logit.unsqueeze(-1), first_occurrence(extended))
+    kept = vocab_logits.clone()
+    with torch.no_grad():
+        fresh = mix_vocab_logits(vocab_logits, extended, copy_side, num_slots)
+        assert torch.equal(vocab_logits, kept)
+        scratch = vocab_logits.clone()
+        in_place = mix_vocab_logits(scratch, extended, copy_side, num_slots, logits_are_scratch=True)
+        half = vocab_logits.bfloat16()
+        from_half = mix_vocab_logits(half, extended, copy_side, num_slots)
+        assert torch.equal(half, kept.bfloat16())  # its float32 copy is the one normalised
+    assert fresh.shape == (*shape[:2], shape[3] + num_slots) and fresh.dtype == from_half.dtype == torch.float32
+    torch.testing.assert_close(in_place, fresh, atol=0, rtol=0)
+    if num_slots:
+        assert in_place.data_ptr() != scratch.data_ptr()  # wider than the logits: a new buffer
+    leaf = vocab_logits.clone().requires_grad_(True)
+    torch.testing.assert_close(mix_vocab_logits(leaf, extended, copy_side, num_slots).detach(), fresh)
+    ref = reference_full(*as_float64(vocab_logits, attention, extended, switch_logit), num_slots)
+    assert_matches_reference(fresh, ref)
+    assert_matches_reference(from_half, reference_full(
+        *as_float64(half.float(), attention, extended, switch_logit), num_slots
+    ))
 
 
 @pytest.mark.parametrize("shape, switch", CASES)
