@@ -87,11 +87,16 @@ def _check_length(new_tokens: int):
 
 def bench_generation(size: str, args: Any) -> list[dict]:
     """generate() throughput of each model, greedy and beam 4, each batch of `args.gen_batches`: exactly
-    `args.new_tokens` new tokens (min_new_tokens = max_new_tokens), KV cache, untrained weights."""
+    `args.new_tokens` new tokens (min_new_tokens = max_new_tokens), KV cache, untrained weights.
+
+    With `args.control`, a second copy of the base (same weights, its own memory) is timed in the same rotation and
+    its ratio to the base reported: what the instrument reads when nothing differs, in this very run."""
     vocab, source_len, new_tokens = args.gen_vocab, args.gen_source_length, args.new_tokens
     config = bart_config(size, vocab, source_len)
     dev = args.device
     models = {kind: build(kind, config, dev).eval() for kind in ("base", "pg")}
+    if getattr(args, "control", False):
+        models["control"] = build("base", config, dev).eval()
     results = []
     for batch in args.gen_batches:
         input_ids, extended = make_source(batch, source_len, vocab, seed=2)
@@ -101,6 +106,7 @@ def bench_generation(size: str, args: Any) -> list[dict]:
             "base": dict(input_ids=input_ids, attention_mask=attention_mask),
             "pg": dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended),
         }
+        inputs["control"] = inputs["base"]
         for beams in (1, 4):
             settings = dict(
                 max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=beams, do_sample=False, use_cache=True
@@ -122,10 +128,14 @@ def bench_generation(size: str, args: Any) -> list[dict]:
                     "throughput_ratio": paired_ratio(rates["pg"], rates["base"]),
                 }
             )
+            if "control" in rates:
+                results[-1]["control_ratio"] = paired_ratio(rates["control"], rates["base"])
             r = results[-1]
+            control = f", base copy / base {r['control_ratio']['median']:.3f}" if "control_ratio" in r else ""
             log(
                 f"generation {size} batch {batch} beams {beams}: base {r['tokens_per_s']['base']['median']:.0f} "
                 f"tok/s, pg {r['tokens_per_s']['pg']['median']:.0f} tok/s, ratio {r['throughput_ratio']['median']:.3f}"
+                f"{control}"
             )
     del models
     gc.collect()

@@ -83,22 +83,35 @@ def _training(report: dict, targets: dict) -> list[str]:
 
 def _generation(report: dict, targets: dict) -> list[str]:
     g0 = report["generation"][0]
+    control = "control_ratio" in g0
     lines = [
         f"## Generation (KV cache, {g0['new_tokens']} new tokens forced with min_new_tokens = max_new_tokens, "
         f"source length {g0['source_length']} with 5% OOV words, vocab {g0['vocab'] // 1024}K)",
         "",
         f"Target tokens/s = batch x new tokens / wall time. Target: throughput ratio >= {targets['generation']}.",
         "",
-        "| size | batch | beams | base tok/s [Q1, Q3] | PG tok/s [Q1, Q3] | throughput ratio [Q1, Q3] |",
-        "|---|---|---|---|---|---|",
+    ]
+    if control:
+        lines += [
+            "Control (`--control`): a second copy of the base, same weights, timed in the same rotation; its ratio to "
+            "the base is what this run reads when nothing differs.",
+            "",
+        ]
+    lines += [
+        "| size | batch | beams | base tok/s [Q1, Q3] | PG tok/s [Q1, Q3] | throughput ratio [Q1, Q3] |"
+        + (" base copy / base [Q1, Q3] |" if control else ""),
+        "|---|---|---|---|---|---|" + ("---|" if control else ""),
     ]
     for r in report["generation"]:
         b, p, ratio = r["tokens_per_s"]["base"], r["tokens_per_s"]["pg"], r["throughput_ratio"]
-        lines.append(
+        row = (
             f"| {r['size']} | {r['batch']} | {r['num_beams']} | {b['median']:.0f} {_spread(b, digits=0)} | "
             f"{p['median']:.0f} {_spread(p, digits=0)} | {ratio['median']:.3f} {_spread(ratio)} "
             f"{_verdict(ratio['median'], targets['generation'], True)} |"
         )
+        if control:
+            row += f" {r['control_ratio']['median']:.3f} {_spread(r['control_ratio'])} |"
+        lines.append(row)
     return lines + [""]
 
 

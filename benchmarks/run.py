@@ -94,6 +94,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "writes profile.txt: op tables of one training step at the largest length/vocab, of "
                         "generate() and of the mixture)")
     parser.add_argument("--new-tokens", type=int, default=None, help="generated tokens (default 32 on CPU, 64 on CUDA)")
+    parser.add_argument("--control", action="store_true",
+                        help="generation: also time a second copy of the base and report its ratio to the base (what "
+                        "the instrument reads when nothing differs, in the same run); 1.5x the section's time")
     parser.add_argument("--gen-source-length", type=int, default=256)
     parser.add_argument("--gen-vocab", type=int, default=32768)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
