@@ -95,7 +95,7 @@ def bench_generation(size: str, args: Any) -> list[dict]:
     config = bart_config(size, vocab, source_len)
     dev = args.device
     models = {kind: build(kind, config, dev).eval() for kind in ("base", "pg")}
-    if getattr(args, "control", False):
+    if args.control:
         models["control"] = build("base", config, dev).eval()
     results = []
     for batch in args.gen_batches:
@@ -106,7 +106,8 @@ def bench_generation(size: str, args: Any) -> list[dict]:
             "base": dict(input_ids=input_ids, attention_mask=attention_mask),
             "pg": dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended),
         }
-        inputs["control"] = inputs["base"]
+        if args.control:
+            inputs["control"] = inputs["base"]
         for beams in (1, 4):
             settings = dict(
                 max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=beams, do_sample=False, use_cache=True
@@ -128,10 +129,11 @@ def bench_generation(size: str, args: Any) -> list[dict]:
                     "throughput_ratio": paired_ratio(rates["pg"], rates["base"]),
                 }
             )
-            if "control" in rates:
-                results[-1]["control_ratio"] = paired_ratio(rates["control"], rates["base"])
             r = results[-1]
-            control = f", base copy / base {r['control_ratio']['median']:.3f}" if "control_ratio" in r else ""
+            control = ""
+            if args.control:
+                r["control_ratio"] = paired_ratio(rates["control"], rates["base"])
+                control = f", base copy / base {r['control_ratio']['median']:.3f}"
             log(
                 f"generation {size} batch {batch} beams {beams}: base {r['tokens_per_s']['base']['median']:.0f} "
                 f"tok/s, pg {r['tokens_per_s']['pg']['median']:.0f} tok/s, ratio {r['throughput_ratio']['median']:.3f}"
