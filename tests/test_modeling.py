@@ -329,7 +329,7 @@ def test_decoding_keys_give_the_scores_of_the_query_projection(rows_per_source):
         expected, _ = pointer(decoder_states, per_row_keys, padding, None)
         keys, key_bias = pointer.decoding_keys(encoder_states)
         folded, _ = pointer(decoder_states, keys, padding, None, key_bias)
-    assert keys.shape == (2, 24, 7) and key_bias.shape == (2, 1, 7)
+    assert keys.shape == (2, 7, 24) and key_bias.shape == (2, 7, 1)
     torch.testing.assert_close(folded, expected, atol=1e-6, rtol=1e-5)
     assert (folded[-1, :, -2:] == 0).all()
 
