@@ -373,23 +373,19 @@ class PointerAttention(nn.Module):
         """(B, S, D_enc) -> (B, A, S): the keys, laid out as the right operand of the scores' bmm."""
         return self.key(encoder_states).transpose(1, 2)
 
-    def decoding_keys(self, encoder_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, S, D_enc) -> keys with the query projection and the scale folded in (B, S, D_dec), and the query bias's
-        part of the scores (B, S, 1):
+    def decoding_query(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The query projection with the key projection and the scale folded in: weight (D_enc, D_dec), bias (D_enc,).
 
-            scale * (W_q s + b_q) . (W_k h_i) = s . (scale * W_q^T W_k) h_i + (scale * W_k^T b_q) . h_i
+            scale * (W_q s + b_q) . (W_k h_i) = (M s + c) . h_i,   M = scale * W_k^T W_q,  c = scale * W_k^T b_q
 
-        Generation computes them once per source; each step's scores are then one baddbmm of the decoder states s, with
-        no query projection and no scaling pass. The (D_dec, D_enc) product is formed once, so the keys cost what
-        `keys` costs. Equal to the scores from `keys` up to float rounding.
-
-        Source-major (S, D_dec) per source, unlike `keys`: a decoding step multiplies them by one query per row, and
-        streaming whole rows of the keys (a matrix-vector product) reads them from memory faster than the strided
-        (D_dec, S) layout (batch 16, S = 256, keys evicted by the LM head: 0.39-0.49 ms against 0.53-0.62 ms).
+        Generation forms them once and scores each step's decoder states s against the encoder states h themselves, so
+        no keys are projected for a source: at 16 sources of 256 states that projection took 10.5 ms of the first
+        step, and its (S, A) result per source was as large as the encoder states it came from. The scores equal those
+        from `keys` up to float rounding.
         """
-        weight = (self.query.weight.t() @ self.key.weight) * self.scale  # (D_dec, D_enc)
+        weight = (self.key.weight.t() @ self.query.weight) * self.scale  # (D_enc, D_dec)
         bias = (self.key.weight.t() @ self.query.bias) * self.scale  # (D_enc,)
-        return F.linear(encoder_states, weight), (encoder_states @ bias).unsqueeze(-1)  # (B, S, D_dec), (B, S, 1)
+        return weight, bias
 
     def forward(
         self,
@@ -397,34 +393,36 @@ class PointerAttention(nn.Module):
         keys: torch.Tensor,
         source_padding: torch.Tensor | None,
         coverage: torch.Tensor | None,
-        key_bias: torch.Tensor | None = None,
+        query: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
         Args:
             decoder_states: (B, T, D_dec).
-            keys: (B / r, A, S) from `keys(encoder_states)`, or (B / r, S, D_dec) from `decoding_keys` (then with
-                `key_bias` (B / r, S, 1)); one row per source, where each source is decoded by r consecutive rows of
-                `decoder_states` (r = 1 in training; beam search's hypotheses share a source).
+            keys: (B / r, A, S) from `keys(encoder_states)`; or, with `query` from `decoding_query`, the encoder states
+                themselves (B / r, S, D_enc) (source-major: a step reads them as a matrix-vector product per row,
+                which streams them from memory faster than a strided layout). One row per source, where each source
+                is decoded by r consecutive rows of `decoder_states` (r = 1 in training; beam search's hypotheses
+                share a source).
             source_padding: (B, 1, S) bool, True where a row has no source token; or None.
             coverage: (B, S) attention summed over the target positions before this call, or None (zeros).
         Returns:
             attention (B, T, S) float32, and the per-step coverage before each step (B, T, S) (None without coverage).
         """
         batch, target_len, _ = decoder_states.shape
-        queries = self.query(decoder_states) if key_bias is None else decoder_states  # (B, T, A) or (B, T, D_dec)
+        queries = self.query(decoder_states) if query is None else F.linear(decoder_states, *query)  # (B, T, A | D_enc)
         num_sources = keys.shape[0]
         if num_sources != batch:
             # Each source's keys are read once for all r of its rows: (B / r, r * T, K) x (B / r, K, S). Reading them
             # per row would stream r copies of the largest per-step operand (beam search: 4 x (S, K) per source).
             queries = queries.reshape(num_sources, -1, queries.shape[-1])
-        if key_bias is None:
+        if query is None:
             scores = torch.bmm(queries, keys).view(batch, target_len, -1)  # (B, T, S)
         else:
-            scores = torch.baddbmm(key_bias, keys, queries.transpose(1, 2))  # (B / r, S, r * T), scaled already
+            scores = torch.bmm(keys, queries.transpose(1, 2))  # (B / r, S, r * T), scaled already
             scores = scores.transpose(1, 2).reshape(batch, target_len, -1)  # (B, T, S); a view when r * T = 1
         if scores.dtype != torch.float32:
             scores = scores.float()
-        if key_bias is None:
+        if query is None:
             scores = scores.mul_(self.scale)  # (B, T, S); in place: the bmm's backward does not read its output
         if source_padding is not None:
             scores = scores.masked_fill(source_padding, torch.finfo(scores.dtype).min)
@@ -454,9 +452,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
     # Beam search only permutes hypotheses within each example, so what depends on the source alone needs no
     # reordering; contrastive search and assisted decoding select and repeat rows, which moves everything.
     _PER_HYPOTHESIS_STATE = ("coverage_history",)
-    _SOURCE_STATE = (
-        "source_first_occurrence", "source_padding", "pointer_keys", "pointer_key_bias", "switch_context_scores"
-    )
+    _SOURCE_STATE = ("source_first_occurrence", "source_padding", "pointer_keys", "switch_context_scores")
 
     def __init__(self, *caches):
         super().__init__(*caches)
@@ -464,9 +460,9 @@ class PointerGeneratorCache(EncoderDecoderCache):
         self.num_extended_slots: int | None = None
         self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
         self.source_padding: torch.Tensor | None = None  # (B, 1, S) bool: True where a row has no source token
-        # The dedicated pointer's `decoding_keys`, one per source: (B / r, S, D_dec) and (B / r, S, 1).
+        # The dedicated pointer's keys: the encoder states, one per source (B / r, S, D_enc); and its `decoding_query`.
         self.pointer_keys: torch.Tensor | None = None
-        self.pointer_key_bias: torch.Tensor | None = None
+        self.pointer_query: tuple[torch.Tensor, torch.Tensor] | None = None
         self.rows_per_source = 1  # r: consecutive rows decoding the same source (beam search's hypotheses)
         self.switch_context_scores: torch.Tensor | None = None  # (B, S, 1): the switch's weight on each source state
         # The module embedding the decoder inputs, for the switch: get_input_embeddings walks the base's attributes
@@ -509,7 +505,6 @@ class PointerGeneratorCache(EncoderDecoderCache):
         # Row selection and repetition move rows across sources: give every row its own keys first.
         if self.pointer_keys is not None and self.rows_per_source > 1:
             self.pointer_keys = self.pointer_keys.repeat_interleave(self.rows_per_source, dim=0)
-            self.pointer_key_bias = self.pointer_key_bias.repeat_interleave(self.rows_per_source, dim=0)
         self.rows_per_source = 1
 
     def batch_repeat_interleave(self, repeats: int):
@@ -524,7 +519,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
 
     def reset(self):
         super().reset()
-        self.coverage_history = self.num_extended_slots = self.input_embeddings = None
+        self.coverage_history = self.num_extended_slots = self.input_embeddings = self.pointer_query = None
         self.rows_per_source = 1
         for name in self._SOURCE_STATE:
             setattr(self, name, None)
@@ -872,11 +867,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         decoder_states = getattr(output, "last_hidden_state", None)  # (B, T, D_dec)
         if decoder_states is None:
             decoder_states = output[0]
-        keys, key_bias, padding, context_scores, input_embeddings = self._source_features(
+        keys, query, padding, context_scores, input_embeddings = self._source_features(
             encoder_states, attention_mask, cache
         )
         pointer_attention, coverage_before = self._pointer_attention(
-            decoder_states, keys, key_bias, padding, attention_mask, getattr(output, "cross_attentions", None),
+            decoder_states, keys, query, padding, attention_mask, getattr(output, "cross_attentions", None),
             previous_coverage,
         )  # (B, T, S), (B, T, S)
         if isinstance(cache, PointerGeneratorCache) and self.config.coverage and self.pointer is not None:
@@ -1069,12 +1064,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
     def _source_features(self, encoder_states: torch.Tensor, attention_mask: torch.Tensor | None, cache):
         """What the copy step reads besides the decoder states, fixed for a source, so that generation computes it once
-        and keeps it in the cache: the pointer's keys (B / r, K, S) and their bias (B / r, 1, S) or None (`keys`
-        without a cache, `decoding_keys` with one; both None for the cross-attention pointer), the source padding
-        (B, 1, S) bool or None, the switch's per-source scores (B, S, 1), and the module embedding decoder inputs."""
+        and keeps it in the cache: the pointer's keys and query (without a cache `keys(...)` (B, A, S) and None; with
+        one the encoder states, one per source (B / r, S, D_enc), and `decoding_query()`; both None for the
+        cross-attention pointer), the source padding (B, 1, S) bool or None, the switch's per-source scores
+        (B, S, 1), and the module embedding decoder inputs."""
         if isinstance(cache, PointerGeneratorCache) and cache.switch_context_scores is not None:
             return (
-                cache.pointer_keys, cache.pointer_key_bias, cache.source_padding, cache.switch_context_scores,
+                cache.pointer_keys, cache.pointer_query, cache.source_padding, cache.switch_context_scores,
                 cache.input_embeddings,
             )
         padding = None if attention_mask is None else ~attention_mask.bool().unsqueeze(1)
@@ -1085,23 +1081,26 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 padding = None  # nothing to mask at any step of this generation (one device sync, here only)
             if self.pointer is not None:
                 rows_per_source = _rows_per_source(encoder_states, attention_mask)
-        keys = key_bias = None
+        sources = encoder_states[::rows_per_source]  # (B / r, S, D_enc)
+        keys = query = None
         if self.pointer is not None:
-            sources = encoder_states[::rows_per_source]
-            keys, key_bias = self.pointer.decoding_keys(sources) if decoding else (self.pointer.keys(sources), None)
-        context_scores = self.copy_switch.context_scores(encoder_states[::rows_per_source])  # (B / r, S, 1)
+            # Decoding: no projection of the source at all (a copy of the states only when r > 1).
+            keys, query = (sources.contiguous(), self.pointer.decoding_query()) if decoding else (
+                self.pointer.keys(sources), None
+            )
+        context_scores = self.copy_switch.context_scores(sources)  # (B / r, S, 1)
         if rows_per_source > 1:
             context_scores = context_scores.repeat_interleave(rows_per_source, dim=0)  # (B, S, 1)
         input_embeddings = self.base.get_input_embeddings()
         if decoding:
-            cache.pointer_keys, cache.pointer_key_bias, cache.source_padding = keys, key_bias, padding
+            cache.pointer_keys, cache.pointer_query, cache.source_padding = keys, query, padding
             cache.switch_context_scores, cache.input_embeddings = context_scores, input_embeddings
             cache.rows_per_source = rows_per_source
-        return keys, key_bias, padding, context_scores, input_embeddings
+        return keys, query, padding, context_scores, input_embeddings
 
-    def _pointer_attention(self, decoder_states, keys, key_bias, padding, attention_mask, cross_attentions, coverage):
+    def _pointer_attention(self, decoder_states, keys, query, padding, attention_mask, cross_attentions, coverage):
         if self.pointer is not None:
-            attention, coverage_before = self.pointer(decoder_states, keys, padding, coverage, key_bias)
+            attention, coverage_before = self.pointer(decoder_states, keys, padding, coverage, query)
         else:
             layer = cross_attentions[self.config.pointer_layer]  # (B, H, T, S)
             heads = self.config.pointer_heads

@@ -306,17 +306,18 @@ def test_row_selection_gives_every_row_its_own_keys_again():
         max_new_tokens=3, return_dict_in_generate=True,
     )
     cache = out.past_key_values
-    keys_of_source_1, bias_of_source_1 = cache.pointer_keys[1], cache.pointer_key_bias[1]
+    keys_of_source_1, query = cache.pointer_keys[1], cache.pointer_query
     cache.batch_select_indices(torch.tensor([3, 0]))  # row 3 decodes source 1, row 0 source 0
-    assert cache.rows_per_source == 1 and cache.pointer_keys.shape[0] == cache.pointer_key_bias.shape[0] == 2
+    assert cache.rows_per_source == 1 and cache.pointer_keys.shape[0] == 2
     assert torch.equal(cache.pointer_keys[0], keys_of_source_1)
-    assert torch.equal(cache.pointer_key_bias[0], bias_of_source_1)
+    assert cache.pointer_query is query  # the model's, not a row's
 
 
 @pytest.mark.parametrize("rows_per_source", [1, 3])
-def test_decoding_keys_give_the_scores_of_the_query_projection(rows_per_source):
-    """Generation folds the query projection and the scale into the keys: the attention is the same, up to rounding
-    (a query bias, a query size unlike the decoder's and beam-grouped rows included)."""
+def test_decoding_query_scores_the_encoder_states_as_the_keys_do(rows_per_source):
+    """Generation folds the key projection and the scale into the query and scores the encoder states themselves:
+    the attention is the same, up to rounding (a query bias, a query size unlike the decoder's and the encoder's,
+    and beam-grouped rows included)."""
     torch.manual_seed(0)
     pointer = PointerAttention(decoder_dim=24, encoder_dim=16, attention_dim=8, coverage=False)
     torch.nn.init.normal_(pointer.query.bias)
@@ -327,10 +328,12 @@ def test_decoding_keys_give_the_scores_of_the_query_projection(rows_per_source):
     with torch.no_grad():
         per_row_keys = pointer.keys(encoder_states).repeat_interleave(rows_per_source, dim=0)
         expected, _ = pointer(decoder_states, per_row_keys, padding, None)
-        keys, key_bias = pointer.decoding_keys(encoder_states)
-        folded, _ = pointer(decoder_states, keys, padding, None, key_bias)
-    assert keys.shape == (2, 7, 24) and key_bias.shape == (2, 7, 1)
+        weight, bias = pointer.decoding_query()
+        folded, _ = pointer(decoder_states, encoder_states, padding, None, (weight, bias))
+        one_step, _ = pointer(decoder_states[:, :1], encoder_states, padding, None, (weight, bias))
+    assert weight.shape == (16, 24) and bias.shape == (16,)
     torch.testing.assert_close(folded, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(one_step, expected[:, :1], atol=1e-6, rtol=1e-5)
     assert (folded[-1, :, -2:] == 0).all()
 
 
