@@ -11,6 +11,11 @@ config and weights) and times one forward step of each in rotation, the cache cr
 
 The other revision's package is extracted with `git archive` into a temporary folder and imported under another
 name (`hf_pgen` imports its own modules relatively). It also reports whether the two copy models' logits agree.
+
+Where a model sits in the build order moves its step time: with the working tree identical to HEAD, the copy model
+built last read 0.36-0.57 ms faster at batch 16 (memory placement; the timing order already rotates). So the models
+are built afresh for each of `--rounds` rounds, the two copy models in alternating order, and the extras are averaged
+over the rounds; each round's own difference is printed too, so a bias shows as rounds that disagree in sign.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
+
+from hf_pgen import PointerGeneratorForConditionalGeneration  # noqa: E402
 
 from .measure_models import decoding_step_states, time_steps_in_rotation  # noqa: E402
 from .workloads import bart_config, build  # noqa: E402
@@ -61,44 +68,60 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--vocab", type=int, default=32768)
     parser.add_argument("--source-length", type=int, default=256)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=2, help="fresh builds, the copy models' order alternating")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    config = bart_config(args.size, args.vocab, args.source_length)
 
+    rounds = []  # per round: {name: median seconds}
     with tempfile.TemporaryDirectory() as folder:
-        other = import_revision(args.against, Path(folder))
-        config = bart_config(args.size, args.vocab, args.source_length)
-        models = {
-            "base": build("base", config, "cpu").eval(),
-            args.against: build("pg", config, "cpu", wrapper=other.PointerGeneratorForConditionalGeneration).eval(),
-            "working tree": build("pg", config, "cpu").eval(),
+        wrappers = {
+            args.against: import_revision(args.against, Path(folder)).PointerGeneratorForConditionalGeneration,
+            "working tree": PointerGeneratorForConditionalGeneration,  # this checkout's
         }
-        # A mid-generation step, as the step section measures.
-        states, next_token = decoding_step_states(
-            models, config, args.batch, args.beams, args.source_length, "cpu", warm_steps=16
-        )
-        with torch.no_grad():
-            last_logits = {name: m(**inputs, decoder_input_ids=next_token, use_cache=True, cache=cache).logits
-                           for name, (m, inputs, cache) in states.items()}
-        for _, _, cache in states.values():
-            cache.crop(-1)
-        times = time_steps_in_rotation(states, next_token, args.steps, "cpu")
+        for round_index in range(args.rounds):
+            order = list(wrappers) if round_index % 2 == 0 else list(wrappers)[::-1]
+            models = {"base": build("base", config, "cpu").eval()}
+            models.update((name, build("pg", config, "cpu", wrapper=wrappers[name]).eval()) for name in order)
+            # A mid-generation step, as the step section measures.
+            states, next_token = decoding_step_states(
+                models, config, args.batch, args.beams, args.source_length, "cpu", warm_steps=16
+            )
+            if round_index == 0:
+                difference = _max_logit_difference(states, next_token, list(wrappers))
+            times = time_steps_in_rotation(states, next_token, args.steps, "cpu")
+            rounds.append({name: statistics.median(values) for name, values in times.items()})
+            del models, states
 
-    copy_models = [name for name in models if name != "base"]
-    a, b = (last_logits[name] for name in copy_models)
-    finite = torch.isfinite(a)
-    agree = torch.equal(torch.isfinite(b), finite)
-    difference = (a[finite] - b[finite]).abs().max().item() if agree else float("inf")
-    base = statistics.median(times["base"])
-    result = {"rows": f"{args.batch} x {args.beams}", "max_logit_difference": difference, "steps_ms": {}}
-    print(f"{args.size}, batch {args.batch} x {args.beams} rows per source, {args.steps} steps each (median):")
-    for name, values in times.items():
-        median = statistics.median(values)
-        result["steps_ms"][name] = median * 1e3
-        extra = "" if name == "base" else f"   extra {(median - base) * 1e3:.3f} ms"
-        print(f"  {name:>14}: {median * 1e3:8.3f} ms{extra}")
+    names = ["base", *wrappers]
+    mean = {name: statistics.fmean(r[name] for r in rounds) for name in names}
+    result = {"rows": f"{args.batch} x {args.beams}", "max_logit_difference": difference, "steps_ms": {},
+              "rounds_ms": [{name: r[name] * 1e3 for name in names} for r in rounds]}
+    print(f"{args.size}, batch {args.batch} x {args.beams} rows per source, {args.steps} steps each (median), "
+          f"mean of {args.rounds} rounds:")
+    for name in names:
+        result["steps_ms"][name] = mean[name] * 1e3
+        extra = "" if name == "base" else f"   extra {(mean[name] - mean['base']) * 1e3:.3f} ms"
+        print(f"  {name:>14}: {mean[name] * 1e3:8.3f} ms{extra}")
+    per_round = ", ".join(f"{(r['working tree'] - r[args.against]) * 1e3:+.3f}" for r in rounds)
+    print(f"  working tree - {args.against}, per round (the working tree built last in rounds 1, 3, ...): {per_round} ms")
     print(f"  the copy models' log-probabilities differ by at most {difference:.3g}")
     return result
 
+
+def _max_logit_difference(states: dict, next_token: torch.Tensor, copy_models: list[str]) -> float:
+    """Largest difference between the two copy models' log-probabilities at the same step (inf if -inf differs)."""
+    logits = []
+    with torch.no_grad():
+        for name in copy_models:
+            model, inputs, cache = states[name]
+            logits.append(model(**inputs, decoder_input_ids=next_token, use_cache=True, cache=cache).logits)
+            cache.crop(-1)
+    a, b = logits
+    finite = torch.isfinite(a)
+    if not torch.equal(torch.isfinite(b), finite):
+        return float("inf")
+    return (a[finite] - b[finite]).abs().max().item()
 
 if __name__ == "__main__":
     main()
