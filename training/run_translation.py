@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 import transformers
 from transformers import (
     CONFIG_MAPPING,
@@ -598,9 +599,19 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     return results
 
 
+def _leave_process_group() -> None:
+    """Under torchrun, wait for every rank and leave the process group before the interpreter exits. A rank that exits
+    with the group still open (rank 1 while rank 0 writes the predictions) can abort in gloo's threads with "terminate
+    called without an active exception", failing the launch after the job itself succeeded."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+
+
 def _mp_fn(index):  # for xla_spawn (TPUs)
     main()
 
 
 if __name__ == "__main__":
     main()
+    _leave_process_group()
