@@ -30,25 +30,36 @@ The token sequences of a span ("variants"):
    decodes back to the span text;
 3. each of these without leading tokens that are only whitespace ("▁").
 
-A variant that contains another variant of the same span is dropped (emitting it emits the shorter one too).
+A variant that contains another variant of the same span is dropped (emitting it emits the shorter one too). Where
+the source's tokens at a span also hold text around it ("for" inside "▁information", "1" inside "%1"), they are a
+*context variant*: a copy of them holds the span and counts as an occurrence, but no rule forces them.
 
 The rules, per hypothesis, from its generated ids `g` (the decoder prompt included):
 
 - *Occurrences*: `g` is scanned left to right; at each position the longest variant (of any span) that matches there
-  counts one occurrence of its span and the scan jumps past it. `emitted[s]` is the count, `remaining[s] =
-  count[s] - emitted[s]`.
-- *Started span*: after the last counted occurrence, the longest tail of `g` that is a proper prefix of a variant of a
-  span with `remaining > 0` means the output has started that span: the next token must continue one such variant
-  (the model chooses among variants and among spans that share the prefix).
+  counts one occurrence of its span and the scan jumps past it. At the end of `g`, a position where a longer variant
+  still matches everything that follows is *pending*: the next tokens decide what occurs there (`1` is span "1" or
+  the start of `1 2`, span "12"), so nothing from there on is counted yet. `emitted[s]` is the count, `remaining[s]
+  = count[s] - emitted[s]`.
+- *No span too often*: a token is forbidden when, with it, the row could no longer end without some span emitted more
+  often than the source holds it (whatever it leaves pending resolved as if the row ended there, or completed into
+  a span that remains). Only tokens of variants can do that: each is tried once per pending tail and counts.
+- *Started span*: a pending tail is the model's to finish or leave. The output is forced to finish it only when
+  leaving it would emit a span too often, or leave a token outside every span that only a span may hold (*Stray
+  marks*: `%(` or `{` in a source whose text has no such mark elsewhere), or when the budget is tight. Text that only
+  begins like a span (`Nakamura` before `Nakamura-Øresund`, `50%` before `%s`) stays the model's own. The tokens
+  that start, go on with or complete a span that remains are exempt from every other ban of this module.
 - *Budget*: with `R` tokens left before `max_length` / `max_new_tokens` (one less with `forced_eos_token_id`) and
-  `need` the fewest tokens that place every remaining span, a span may only start with a variant that still fits,
-  and when `R <= need + slack` (`slack`: for placeholders, one token per remaining span, see *Neighbours*; else 0)
-  the hypothesis must start a span that reads cleanly there, or, when none does, take one space token (`"▁"`/`"Ġ"`)
-  to keep the next one apart; at `R == need` it starts one regardless.
+  `need` the fewest tokens that place every remaining span, a start that commits the row may only be made with a
+  variant that still fits, and when `R <= need + slack` (`slack`: for placeholders, one token per remaining span,
+  see *Neighbours*; else 0) the hypothesis finishes the span its tail started, or starts a span that reads cleanly
+  there, or, when none does, takes one space token (`"▁"`/`"Ġ"`) to keep the next one apart; at `R == need` it
+  starts one regardless. A span is placed whole or not at all: when no remaining span fits whole in `R`, none is
+  started and the row may end (the check after generation names what is missing).
 - *End*: EOS is forbidden while a span remains; when EOS is the row's highest-scoring token, the row starts a span
   there (the model chooses which) instead of wandering on through text it did not want.
-- *Exhausted*: a span emitted as often as the source holds it cannot be emitted again: the token that would complete
-  one of its variants is forbidden, and so are tokens whose text starts with that token's text ("sa" for "s").
+- *Exhausted*: a span emitted as often as the source holds it cannot be emitted again (*No span too often*), and
+  tokens whose text starts with the text of the token that would complete it are forbidden too ("sa" for "s").
 - *Neighbours* (`protect="placeholders"`): the decoded text must read as the same placeholders, so right after a
   span, tokens (and copies) with which the grammar would read it differently are forbidden ("%1" + "s" is "%1s", a
   URL goes on through "/"), and a span may not start where the text generated since the last span would swallow it
@@ -63,8 +74,8 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   once per head text.
   With a regex, literals or `"oov"`, an example without spans is left alone entirely.
 - *Stray marks* (`protect="placeholders"`): a token (or copy) whose text holds one of "%{}<>" that the source holds
-  nowhere outside its placeholders is forbidden, except as the first token of a span that remains (a span's later
-  tokens come out through the started-span rule): `%(resourced`, `{count, {count` and a stray `<` break a format
+  nowhere outside its placeholders is forbidden, except as a token of a span that remains (one that starts it
+  commits the row to finishing it, see *Started span*): `%(resourced`, `{count, {count` and a stray `<` break a format
   call or markup as an invented placeholder does, whether or not the grammar reads them as one.
 - Nothing else is forced. When a processor that runs before this one (forced EOS, no-repeat n-grams, the caller's
   own; generate() runs the sampling warpers after it) has removed every token a rule allows, the rule wins (its
@@ -89,9 +100,10 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedTokenizerBase, PreTrainedTokenizerFast
@@ -238,10 +250,14 @@ class _SpanSpeller:
                 if not ids or self.unk in ids:
                     continue
                 decoded = self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-                if decoded.strip() == text.strip():
+                if _nfc(decoded.strip()) == _nfc(text.strip()):  # NFD text comes back composed
                     found.append(tuple(ids))
             self._alone[text] = found
         return self._alone[text]
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
 
 
 def _decode_each(tokenizer: Any, sequences: list[list[int]]) -> list[str]:
@@ -407,10 +423,12 @@ def _protected_spans_for_batch(
     protect: Any,
     vocab_size: int,
     cache: dict[str, Any] | None = None,
+    skip: int = 0,
 ) -> list[dict[str, Any]]:
     """Per example, `{"spans": [{"text", "count", "sequences"}], "forbidden_ids": [...]}` for `generate()`.
 
-    `encoding` is `encode_with_oovs`' output for `texts` with `offset_mapping` (lists or tensors, batched).
+    `encoding` is `encode_with_oovs`' output for `texts` with `offset_mapping` (lists or tensors, batched). Spans are
+    searched from character `skip` of each text on: a task prefix before it is read by the model, never protected.
     """
     mode = _check_protect(protect)
     cache = {} if cache is None else cache
@@ -419,7 +437,6 @@ def _protected_spans_for_batch(
     if mode == "placeholders":
         forbidden = _placeholder_token_ids(tokenizer, cache)
     results = []
-    found_literals: set[str] = set()
     for index, text in enumerate(texts):
         ids = _row_list(encoding["extended_input_ids"], index)
         mask = _row_list(encoding["attention_mask"], index)
@@ -433,16 +450,16 @@ def _protected_spans_for_batch(
                     entry["variants"].append((token_id,))
         else:
             offsets = [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)]
-            found = find_protected_spans(text, mode)
+            found = [(start + skip, end + skip) for start, end in find_protected_spans(text[skip:], mode)]
             if mode == "placeholders":  # marks the source's text around its placeholders lacks stay out of the output's
                 stray = _stray_ids(text, found, oov_words, vocab_size, tokenizer, cache)
             for start, end in found:
                 span_text = text[start:end]
-                if not isinstance(mode, (str, re.Pattern)):
-                    found_literals.add(span_text)
                 covering = [p for p, (s, e) in enumerate(offsets) if mask[p] and e > s and s < end and e > start]
                 variants = list(speller.alone(span_text))
                 first, last = (offsets[covering[0]][0], offsets[covering[-1]][1]) if covering else (end, start)
+                while start < last < end and unicodedata.combining(text[last]):
+                    last += 1  # a normalizer's offsets of a composed character leave out its combining marks
                 cut = first > start or last < end  # (partly) past the truncation: the model did not read it
                 if cut and variants:
                     warnings.warn(
@@ -452,21 +469,30 @@ def _protected_spans_for_batch(
                         UserWarning,
                         stacklevel=4,
                     )
-                # The source's own ids count only when its tokens start and end at the span (folded-in whitespace
-                # aside): otherwise they would force context characters that are not part of the span (or, cut
-                # off by truncation, only part of it).
-                if not cut and not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip():
-                    own = tuple(ids[p] for p in covering)
-                    if speller.unk not in own:
+                # The source's own ids spell the span when its tokens start and end there (folded-in whitespace
+                # aside). When they also hold text around it ("for" in "▁information", "1" in "%1"), they are a
+                # *context* variant: a copy of them holds the span and counts as one, but the rules never force
+                # them (they would force the text around the span too).
+                own = tuple(ids[p] for p in covering)
+                context = []
+                if not cut and speller.unk not in own:
+                    if not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip():
                         variants.append(own)
+                    else:
+                        context.append(own)
                 variants += [speller.strip(v) for v in variants]
-                entry = by_text.setdefault(span_text, {"count": 0, "variants": [], "cut": False})
+                entry = by_text.setdefault(span_text, {"count": 0, "variants": [], "context": [], "cut": False,
+                                                       "follows": set()})
                 entry["count"] += 1
+                if covering and covering[-1] + 1 < len(ids) and mask[covering[-1] + 1]:
+                    entry["follows"].add(ids[covering[-1] + 1])  # the source reads the span as itself before it
                 entry["variants"] += variants
+                entry["context"] += context
                 entry["cut"] = entry["cut"] or cut
         spans = []
         for span_text, entry in by_text.items():
-            variants = _prune(entry["variants"])
+            variants = _prune(entry["variants"]) or _prune(entry["context"])
+            context = [list(v) for v in dict.fromkeys(entry["context"]) if v not in variants]
             if not variants:
                 why = ("lies past the truncation (raise max_length to let the model read it), and the span alone has "
                        "unknown tokens" if entry.get("cut") else "its tokens there also cover text outside the span, and "
@@ -484,7 +510,11 @@ def _protected_spans_for_batch(
                 after = _not_after(span_text, tokenizer, cache) + [
                     vocab_size + slot for slot, word in enumerate(oov_words) if _changes(span_text, word)
                 ]
+                # (a token that follows the span in the source keeps its reading there: the decoder spaces a copy
+                # as the source did, which its bare text does not show)
+                after = [t for t in after if t not in entry["follows"]]
             spans.append({"text": span_text, "count": entry["count"], "sequences": [list(v) for v in variants],
+                          "context_sequences": context,
                           "extensions": extensions, "not_after": after})
         result = {"spans": spans, "forbidden_ids": forbidden}
         if mode == "placeholders":  # the stray marks, and what the grammar needs to see the text before a span
@@ -495,15 +525,23 @@ def _protected_spans_for_batch(
                           calm_ids=_calm_ids(tokenizer, cache))
         results.append(result)
     if isinstance(mode, tuple):
-        missing = [literal for literal in mode if literal not in found_literals]
-        if missing:
-            warnings.warn(
-                f"Protected literal(s) {missing} occur in none of the {len(texts)} source(s): nothing to protect for "
-                "them (the match is exact and case-sensitive).",
-                UserWarning,
-                stacklevel=4,
-            )
+        _warn_missing_literals(texts, mode, stacklevel=5, skip=skip)
     return results
+
+
+def _warn_missing_literals(texts: Sequence[str], protect: Any, stacklevel: int = 2, skip: int = 0) -> None:
+    """Warn once when literals of `protect` (a list of them; anything else is left alone) occur in none of `texts`
+    (each searched from character `skip` on)."""
+    if not isinstance(protect, (list, tuple, set, frozenset)):
+        return
+    missing = [literal for literal in dict.fromkeys(protect) if not any(literal in text[skip:] for text in texts)]
+    if missing:
+        warnings.warn(
+            f"Protected literal(s) {missing} occur in none of the {len(texts)} source(s): nothing to protect for them "
+            "(the match is exact and case-sensitive).",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
 
 
 # --------------------------------------------------------------------------------------------------- decoding
@@ -576,6 +614,18 @@ def _completes(head: str, text: str) -> bool:
     return any(start < n < end for start, end in placeholder_spans(head + text))
 
 
+class _TailRules(NamedTuple):
+    """What the next token may do after a row's pending tail (see `_Example.tail_rules`)."""
+
+    after: tuple[int, ...]  # remaining per span once the tail resolves as if the row ended there
+    must_continue: bool  # leaving the tail would emit a span too often or leave a placeholder mark loose
+    banned: list[int]  # tokens that would do that, or emit a span too often themselves
+    passing: list[int]  # the tokens tried that may come next: all a row that must continue may choose
+    opening: frozenset[int]  # of those, the ones that start, go on with or complete a span that remains
+    continuations: list[tuple[int, int, int]]  # (next token, tokens the variant still needs, span) of the tail
+    last_span: int | None  # the span of an occurrence ending at the tail's end when it resolves
+
+
 class _Example:
     """One example's spans, indexed for the per-step rules."""
 
@@ -583,6 +633,7 @@ class _Example:
         self.texts: list[str] = []
         self.counts: list[int] = []
         self.variants: list[list[tuple[int, ...]]] = []
+        context_variants: list[list[tuple[int, ...]]] = []
         extensions: list[frozenset[int]] = []
         not_after: list[frozenset[int]] = []  # tokens that must not follow the span (they would change its text)
         for span in entry.get("spans", ()):
@@ -598,23 +649,27 @@ class _Example:
                     )
                     continue
                 variants = usable
+            context = [tuple(int(t) for t in v) for v in span.get("context_sequences", ())]
             self.texts.append(span["text"])
             self.counts.append(int(span["count"]))
             self.variants.append(variants)
+            context_variants.append([v for v in context if width is None or max(v) < width])
             extensions.append(frozenset(int(t) for t in span.get("extensions", ())))
             not_after.append(frozenset(int(t) for t in span.get("not_after", ())))
         self.min_lengths = [min(len(v) for v in vs) for vs in self.variants]
+        # What the scan matches: the variants and the context variants (the source's tokens around a span that
+        # also hold text around it: a copy of them counts, but no rule forces them).
+        scanned = [vs + cs for vs, cs in zip(self.variants, context_variants)]
         self.by_first: dict[int, list[tuple[tuple[int, ...], int]]] = {}
-        for j, variants in enumerate(self.variants):
+        for j, variants in enumerate(scanned):
             for variant in variants:
                 self.by_first.setdefault(variant[0], []).append((variant, j))
-        self.max_length = max((len(v) for vs in self.variants for v in vs), default=0)
-        self.inner = {t for vs in self.variants for v in vs for t in v[:-1]}  # tokens a variant goes on after
+        self.max_length = max((len(v) for vs in scanned for v in vs), default=0)
         self._budgets: dict[tuple[int, ...], tuple[int, int, list[tuple[int, int]]]] = {}  # see budget_rule
         self._starts: dict[tuple[int, ...], list[int]] = {}  # see starts
         # proper prefix -> the variants it starts, for the started-span lookup
         self.by_prefix: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
-        for j, variants in enumerate(self.variants):
+        for j, variants in enumerate(scanned):
             for variant in variants:
                 for t in range(1, len(variant)):
                     self.by_prefix.setdefault(variant[:t], []).append((variant, j))
@@ -634,10 +689,10 @@ class _Example:
         # step's rows carry on by one token (see free_text; `next_step` turns them over)
         self._texts: dict[tuple[int, ...], tuple[int, str]] = {}
         self._last_texts: dict[tuple[int, ...], tuple[int, str]] = {}
-        own_tokens = {t for vs in self.variants for v in vs for t in v}
+        own_tokens = {t for vs in scanned for v in vs for t in v}
         self.own_tokens = frozenset(own_tokens)
         self.calm: frozenset[int] | None = entry.get("calm_ids")  # see _calm_ids
-        self._singles: dict[tuple[int, ...], tuple[list[int], frozenset[int]]] = {}  # see calm_bans
+        self._singles: dict[tuple[int, ...], tuple[list[int], frozenset[int], frozenset[int]]] = {}  # calm_bans
         forbidden = frozenset(t for t in entry.get("forbidden_ids", ()) if t not in own_tokens)
         # What a row's bans are made of, besides a few single tokens: component 0 is the forbidden ids, 1 + 2j span
         # j's extensions and 2 + 2j the tokens that must not follow span j (large sets, turned into masks once).
@@ -652,6 +707,8 @@ class _Example:
         self.components.append(stray - firsts)
         self._stray_firsts = [sorted({v[0] for v in vs} & stray) for vs in self.variants]
         self._stray_starts: dict[tuple[int, ...], list[int]] = {}
+        self.stray_tokens = stray  # tokens only a span may hold: one that starts a span commits the row to it
+        self._tail_rules: dict[tuple[tuple[int, ...], tuple[int, ...]], _TailRules] = {}  # see tail_rules
         self.base_parts = frozenset(p for p in (0, self.stray_part) if self.components[p])  # every row's
 
     def __bool__(self) -> bool:
@@ -700,31 +757,108 @@ class _Example:
         return [(head, kind) for head, kind in _live_heads(before + tail) if len(head) > reach]
 
     def advance(
-        self, g: list[int], position: int, emitted: list[int], last_end: int, last_span: int | None, stop: int
-    ) -> tuple[int, int, int | None]:
+        self, g: Sequence[int], position: int, emitted: list[int], last_end: int, last_span: int | None, stop: int,
+        at_end: bool = False, free: list[int] | None = None,
+    ) -> tuple[int, int, int | None, bool]:
         """Scan `g` on from `position` while it is below `stop`: at each position the longest variant (of any span)
-        that matches there counts one occurrence of its span (into `emitted`) and the scan jumps past it. Returns
-        (position reached, end of the last occurrence, its span)."""
+        that matches there counts one occurrence of its span (into `emitted`) and the scan jumps past it; positions
+        no occurrence covers go into `free` when given. Returns (position reached, end of the last occurrence, its
+        span, pending).
+
+        Unless `at_end` (the sequence is finished), the scan stops at a *pending* position: one where a variant
+        longer than what is left of `g` matches all of it, so the next tokens decide what occurs there (`1` is
+        span "1", or the start of `1 2`, span "12"). Nothing from a pending position on is counted."""
+        length = len(g)
         while position < stop:
             best, best_j = 0, -1
             for variant, j in self.by_first.get(g[position], ()):
                 n = len(variant)
-                if n > best and tuple(g[position : position + n]) == variant:
+                if position + n > length:
+                    if not at_end and tuple(g[position:]) == variant[: length - position]:
+                        return position, last_end, last_span, True
+                elif n > best and tuple(g[position : position + n]) == variant:
                     best, best_j = n, j
             if best_j < 0:
+                if free is not None:
+                    free.append(position)
                 position += 1
             else:
                 emitted[best_j] += 1
                 position += best
                 last_end, last_span = position, best_j
-        return position, last_end, last_span
+        return position, last_end, last_span, False
 
-    def scan(self, g: list[int]) -> tuple[tuple[int, ...], int, int | None]:
-        """Occurrences in `g`, left to right, longest variant first: (remaining per span, end of the last
-        occurrence, its span)."""
+    def scan(self, g: Sequence[int]) -> tuple[tuple[int, ...], int, int | None]:
+        """Occurrences in the finished sequence `g`, left to right, longest variant first: (remaining per span, end
+        of the last occurrence, its span)."""
         emitted = [0] * len(self.texts)
-        _, last_end, last_span = self.advance(g, 0, emitted, 0, None, len(g))
+        _, last_end, last_span, _ = self.advance(g, 0, emitted, 0, None, len(g), at_end=True)
         return tuple([c - e for c, e in zip(self.counts, emitted)]), last_end, last_span
+
+    def _resolve(self, sequence: tuple[int, ...], remaining: tuple[int, ...], at_end: bool) -> tuple:
+        """`advance` over all of `sequence`: (remaining per span after it, positions outside every occurrence,
+        pending position or None, end of the last occurrence, its span)."""
+        emitted, free = [0] * len(self.texts), []
+        position, last_end, last_span, pending = self.advance(
+            sequence, 0, emitted, 0, None, len(sequence), at_end, free
+        )
+        left = tuple(r - e for r, e in zip(remaining, emitted))
+        return left, free, position if pending else None, last_end, last_span
+
+    def _loose(self, sequence: tuple[int, ...], positions: list[int], before: int) -> bool:
+        """Whether a token outside every occurrence, before position `before`, holds a mark only a span may hold."""
+        return any(sequence[p] in self.stray_tokens for p in positions if p < before)
+
+    def tail_rules(self, tail: tuple[int, ...], remaining: tuple[int, ...]) -> _TailRules:
+        """What the next token may do after `tail`, the pending end of a row (empty when nothing is pending), with
+        spans `remaining` after what was counted before it (module docstring, *Occurrences*, *Started span*).
+
+        Every token that may start or go on with a variant is tried: the row with it must still be able to end with
+        no span emitted more often than its source holds it and no placeholder mark left outside a span, either as
+        it is or by completing what it leaves pending into a span that remains. Any other token resolves the tail as
+        if the row ended there. Looked up once per (tail, remaining): most rows have no tail."""
+        key = (tail, remaining)
+        rules = self._tail_rules.get(key)
+        if rules is not None:
+            return rules
+        after, free, _, last_end, last_span = self._resolve(tail, remaining, at_end=True)
+        leave_ok = min(after, default=0) >= 0 and not self._loose(tail, free, len(tail))
+        banned, passing, opening = [], [], []
+        for token in self.own_tokens if tail else self.by_first:
+            sequence = (*tail, token)
+            counted, free, pending, end, _ = self._resolve(sequence, remaining, at_end=False)
+            ok = min(counted, default=0) >= 0 and not self._loose(sequence, free, len(tail))
+            opens = False
+            if ok and pending is not None:  # what stays pending must still resolve cleanly, or be completable
+                rest = sequence[pending:]
+                opens = any(counted[j] > 0 for _, j in self.by_prefix.get(rest, ()))
+                left, rest_free, _, rest_end, _ = self._resolve(rest, counted, at_end=True)
+                ok = opens or (min(left, default=0) >= 0 and not self._loose(rest, rest_free, len(rest)))
+                opens = opens or (ok and rest_end == len(rest) and left != counted)
+            elif ok:
+                opens = end == len(sequence)  # it completes an occurrence (of a span that remained)
+            if not ok:
+                banned.append(token)
+            else:
+                passing.append(token)
+                if opens:
+                    opening.append(token)
+        continuations = [  # (next token, tokens the variant still needs with it, span), for the budget rule
+            (variant[len(tail)], len(variant) - len(tail), j)
+            for variant, j in (self.by_prefix.get(tail, ()) if tail else ())
+            if remaining[j] > 0 and variant[len(tail)] in passing
+        ]
+        rules = _TailRules(
+            after=after,
+            must_continue=not leave_ok,
+            banned=banned,
+            passing=passing,
+            opening=frozenset(opening),
+            continuations=continuations,
+            last_span=last_span if tail and last_end == len(tail) else None,
+        )
+        self._tail_rules[key] = rules
+        return rules
 
     def text_of(self, tokens: list[int]) -> str:
         """What `tokens` read as after a word (special tokens read as nothing)."""
@@ -776,15 +910,18 @@ class _Example:
             ]
         return self._stray_starts[remaining]
 
-    def calm_bans(self, remaining: tuple[int, ...]) -> tuple[list[int], frozenset[int]]:
-        """(single ids, ban components) that `_rules` gives a row with spans `remaining` after a token that no variant
-        holds and that is not right after a span: the one-token variants of exhausted spans, with their extensions,
-        the forbidden ids and the stray marks."""
+    def calm_bans(self, remaining: tuple[int, ...]) -> tuple[list[int], frozenset[int], frozenset[int]]:
+        """(single ids, ban components, ids no component bans) that `_rules` gives a row with spans `remaining`,
+        nothing pending and a last token that is not right after a span: the tokens that would emit an exhausted span
+        again, with the extensions of its one-token variants, the forbidden ids and the stray marks."""
         if remaining not in self._singles:
+            rules = self.tail_rules((), remaining)
             spans = [j for j, left in enumerate(remaining) if left <= 0 and any(len(v) == 1 for v in self.variants[j])]
+            parts = frozenset([1 + 2 * j for j in spans]) | self.base_parts
             self._singles[remaining] = (
-                [v[0] for j in spans for v in self.variants[j] if len(v) == 1] + self.stray_starts(remaining),
-                frozenset([1 + 2 * j for j in spans]) | self.base_parts,
+                rules.banned + [t for t in self.stray_starts(remaining) if t not in rules.opening],
+                parts,
+                frozenset(t for t in rules.opening if any(t in self.components[p] for p in parts)),
             )
         return self._singles[remaining]
 
@@ -932,9 +1069,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
 
     def _state(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], states: dict
-    ) -> tuple[tuple[int, ...], int, int | None] | None:
-        """(remaining per span, end of the last occurrence, its span) for row `g` of example `index`, or None once
-        the row has ended; records its state for the next step in `states`.
+    ) -> tuple[tuple[int, ...], int, int | None, int] | None:
+        """(remaining per span, end of the last occurrence, its span, where the pending tail starts (`len(g)` when
+        nothing is pending)) for row `g` of example `index`, or None once the row has ended; records its state for
+        the next step in `states`.
 
         The scan of `g` is its parent's (`g` without its last id, the previous step's row) carried one token on: a
         scan position whose every variant fits before the end of `g` is final (longer ids cannot change what
@@ -952,82 +1090,83 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             states[(index, key)] = (position, tuple(emitted), last_end, last_span, True)
             return None
         final = length - max(ex.max_length, 1) + 1  # positions before it are final
-        position, last_end, last_span = ex.advance(g, position, emitted, last_end, last_span, final)
+        position, last_end, last_span, _ = ex.advance(g, position, emitted, last_end, last_span, final)
         states[(index, key)] = (position, tuple(emitted), last_end, last_span, False)
-        _, last_end, last_span = ex.advance(g, position, emitted, last_end, last_span, length)  # the rest, for now
-        return tuple([c - e for c, e in zip(ex.counts, emitted)]), last_end, last_span
+        reached, last_end, last_span, pending = ex.advance(g, position, emitted, last_end, last_span, length)
+        return tuple([c - e for c, e in zip(ex.counts, emitted)]), last_end, last_span, reached if pending else length
 
     def _rules(
         self, ex: _Example, g: list[int], remaining: tuple[int, ...], last_end: int, last_span: int | None,
-        budget: int | None,
-    ) -> tuple[list[int] | None, set[int], list[int], list[int], bool]:
+        tail_start: int, budget: int | None,
+    ) -> tuple[list[int] | None, set[int], list[int], frozenset[int], list[int], bool]:
         """The rules for one row: (tokens it must choose among or None, ban components (`_Example.components`),
-        single tokens it must not choose, tokens that start a span: what it must choose when the bans, EOS above all,
-        leave it nothing, e.g. when top-k kept EOS alone; whether a child that goes on calmly keeps these rules
-        (see `_carry_on`))."""
+        single tokens it must not choose, tokens no component or invented-placeholder ban may take (a remaining
+        span's own next tokens), tokens that start or go on with a span: what it must choose when the bans, EOS
+        above all, leave it nothing, e.g. when top-k kept EOS alone; whether a child that goes on calmly keeps these
+        rules (see `_carry_on`))."""
         length = len(g)
+        tail = tuple(g[tail_start:])
+        rules = ex.tail_rules(tail, remaining)
+        remaining = rules.after  # once the tail resolves: what the spans still to start need
         parts = set(ex.base_parts)
-        banned: list[int] = list(ex.stray_starts(remaining))
+        hard = list(rules.banned)  # bans that nothing lifts
         for j, left in enumerate(remaining):
-            if left <= 0:  # exhausted: no variant of it may complete again
+            if left <= 0:  # exhausted: tokens that would spell its text again after its other tokens
                 for variant in ex.variants[j]:
                     n = len(variant)
-                    if n == 1 or (length >= n - 1 and g[-1] == variant[-2]
-                                  and tuple(g[length - n + 1 :]) == variant[:-1]):
-                        banned.append(variant[-1])
+                    if n == 1 or (length >= n - 1 and g[-1] == variant[-2] and tuple(g[length - n + 1 :]) == variant[:-1]):
                         parts.add(1 + 2 * j)
-        if last_span is not None and (last_end == length or (ex.has_neighbours and ex.reads_as_nothing(g[last_end:]))):
+                        break
+        if tail:
+            if rules.last_span is not None:
+                parts.add(2 + 2 * rules.last_span)
+        elif last_span is not None and (last_end == length or (ex.has_neighbours and ex.reads_as_nothing(g[last_end:]))):
             parts.add(2 + 2 * last_span)  # right after a span (special tokens read as nothing)
-        if not remaining or max(remaining) <= 0:
-            return None, parts, banned, [], True
-        banned += self.eos
+        soft = [t for t in ex.stray_starts(remaining) if t not in rules.opening]
+        if rules.must_continue:  # leaving the tail would break the guarantee: go on with one of its spans
+            allowed = rules.passing
+            if budget is not None:
+                fitting = [t for t, still, _ in rules.continuations if still <= budget]
+                allowed = [t for t in allowed if t in fitting] or allowed
+            return allowed, parts, hard + soft, rules.opening, [], False
+        if max(remaining, default=0) <= 0:
+            return None, parts, hard + soft, rules.opening, [], not tail
+        hard += self.eos
         # Spans that may start now: not right after text the grammar would merge them with.
         context = ex.context(g, length, last_end, last_span) if ex.has_neighbours else ""
         swallowing = ex.has_neighbours and _SWALLOWING_RE.search(context) is not None
         if swallowing:
             startable = [left > 0 and ex.reads_cleanly(context, j) for j, left in enumerate(remaining)]
-            starts = [v[0] for j, left in enumerate(remaining) if left > 0 for v in ex.variants[j]
-                      if startable[j] or not any(startable)]
             for j, left in enumerate(remaining):
                 if left > 0 and not startable[j]:
-                    banned += [v[0] for v in ex.variants[j]
-                               if not any(startable[k] for _, k in ex.by_first.get(v[0], ()))]
+                    hard += [v[0] for v in ex.variants[j] if not any(startable[k] for _, k in ex.by_first.get(v[0], ()))]
         else:  # a text without these marks swallows no placeholder: every remaining span may start
             startable = [left > 0 for left in remaining]
-            starts = ex.starts(remaining)
         need, slack, tight, too_long = ex.budget_rule(remaining, budget)
-        banned += too_long
-        # A started span: the longest tail after the last occurrence that is a proper prefix of a remaining variant
-        # (so the row's last token is one that a variant goes on after: most rows need not look).
-        first = max(last_end, length - ex.max_length + 1) if g[-1] in ex.inner else length
-        for start in range(first, length):
-            tail = tuple(g[start:])
-            t = len(tail)
-            options = [(variant, j) for variant, j in ex.by_prefix.get(tail, ()) if remaining[j] > 0]
-            if not options:
-                continue
-            # A start the grammar would merge is no start (the model meant other text), unless the budget is
-            # tight: then the budget rule may have forced it (no clean start was left), and the span is completed.
-            clean = [(variant, j) for variant, j in options if ex.starts_cleanly(j, g, start, last_end, last_span)]
-            options = clean or (options if tight else [])
-            if options:
-                fitting = [
-                    variant[t]
-                    for variant, j in options
-                    if budget is None or len(variant) - t + need - ex.min_lengths[j] <= budget
-                ]
-                return fitting or [variant[t] for variant, _ in options], parts, banned, starts, False
+        hard += [t for t in too_long if t in ex.stray_tokens]  # a start that commits the row must fit
+        continuing = [t for t, still, _ in rules.continuations if budget is None or still <= budget]
+        starts = continuing + ex.starts(remaining)
         if tight:
+            if continuing:  # finish the span the tail started rather than leave a fragment of it
+                return continuing, parts, hard + soft, rules.opening, starts, False
+            hard_set = set(hard)
             starts_now = [
-                (variant[0], startable[j] and not ex.bans(variant[0], banned, parts))
+                (variant[0], startable[j] and variant[0] not in hard_set
+                 and (variant[0] in rules.opening or not ex.bans(variant[0], soft, parts)))
                 for j, variants in enumerate(ex.variants)
                 if remaining[j] > 0
                 for variant in variants
-                if len(variant) + need - ex.min_lengths[j] <= max(budget, need)
+                if len(variant) <= budget and len(variant) + need - ex.min_lengths[j] <= max(budget, need)
             ]
+            if not starts_now:
+                # No remaining span fits whole in what is left: place none rather than a broken one (the check
+                # after generation warns), and let the row end.
+                firsts = [v[0] for j, vs in enumerate(ex.variants) if remaining[j] > 0 for v in vs]
+                hard = [t for t in hard if t not in self._eos_set] + [t for t in firsts if t in ex.stray_tokens]
+                return None, parts, hard + soft, frozenset(), [], False
             fine = [t for t, ok in starts_now if ok]
             if fine:
-                return fine, parts, banned, starts, False
+                return fine, parts, hard + soft, rules.opening, starts, False
             if budget > need:
                 # One token to spare before the next span must start: a space keeps it apart (the model's own free
                 # choice could leave it glued to the text before it again).
@@ -1036,20 +1175,20 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                     remaining[j] > 0 and ex.starts_cleanly(j, g + [sep], length + 1, last_end, last_span)
                     for j in range(len(remaining))
                 ):
-                    return [sep], parts, banned, starts, False
-                return None, parts, banned, starts, False  # a free step (bans kept): the spans fit after it
+                    return [sep], parts, hard + soft, rules.opening, starts, False
+                return None, parts, hard + soft, rules.opening, starts, False  # a free step: the spans fit after it
             # No room left to keep the next span apart from the text before it: it may read differently (the check
             # after generation warns if the output lacks it).
-            return [t for t, _ in starts_now], parts, banned, starts, False
-        return None, parts, banned, starts, not swallowing
+            return [t for t, _ in starts_now], parts, hard + soft, rules.opening, starts, False
+        return None, parts, hard + soft, rules.opening, starts, not swallowing and not tail
 
     def _decide(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], budget: int | None, scores: torch.Tensor,
         states: dict, row: int,
-    ) -> tuple[torch.Tensor, list[int], list[int] | None, list[int]] | None:
+    ) -> tuple[torch.Tensor, list[int], list[int] | None, list[int], list[int]] | None:
         """What row `g` (row `row` of `scores`) gets, or None when it is left alone: (its (V,) ceiling (see
         `_ceiling`), single ids banned besides, the tokens it must choose among or None when it is only banned some,
-        the span starts a banned row falls back on)."""
+        the span starts a banned row falls back on, ids its ceiling bans that must keep their scores)."""
         parent_key = (index, key[:-1])  # the row one token shorter, as the last step saw it
         carried = self._carried.get(parent_key)
         if carried is not None and g[-1] not in self._eos_set and ex.goes_on_calmly(g[-1]):
@@ -1060,61 +1199,69 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if state is None:
             return None
         width = scores.shape[-1]
-        allowed, parts, banned, starts, carries = self._rules(ex, g, *state, budget)
+        allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget)
         if carries:
-            self._carrying[(index, key)] = state
+            self._carrying[(index, key)] = state[:3]
         if allowed is None and starts and self.eos and self._wants_end(scores, row):
             # The model wants to end but spans remain: place one now (the model chooses which) rather than let it
             # wander on through text it did not want until the budget forces the spans in.
-            allowed = [t for t in starts if not ex.bans(t, banned, parts)] or None
+            banned_set = set(banned)
+            allowed = [t for t in starts if t not in banned_set and (t in opening or not ex.bans(t, (), parts))] or None
         if allowed is None and ex.has_neighbours:
-            banned = banned + ex.inventing(g, state[1], self._inventions, state[2])
+            banned = banned + [t for t in ex.inventing(g, state[1], self._inventions, state[2]) if t not in opening]
         if allowed is not None:
             allowed = [t for t in allowed if t < width]
             if not allowed:
                 return None
             banned_set = set(banned)
             # (the stray-mark component bans tokens inside spans too: a forced row continues its span regardless)
-            kept = [t for t in allowed if t not in banned_set
-                    and not any(t in ex.components[p] for p in parts if p != ex.stray_part)]
+            kept = [t for t in allowed if t not in banned_set and (t in opening or not any(
+                t in ex.components[p] for p in parts if p != ex.stray_part))]
             kept = kept or allowed
-            return self._ceiling(ex, None, frozenset(kept), scores), (), kept, []
-        return self._banned(ex, index, frozenset(parts), banned, starts, scores)
+            return self._ceiling(ex, None, frozenset(kept), scores), (), kept, [], []
+        banned_set = set(banned)
+        restore = [t for t in opening if t < width and t not in banned_set and any(t in ex.components[p] for p in parts)]
+        return self._banned(ex, index, frozenset(parts), banned, starts, scores, restore)
 
     def _carry_on(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], parent_key: tuple, carried: tuple,
         budget: int | None, scores: torch.Tensor, states: dict, row: int,
     ) -> Any:
         """`_decide` for a row whose parent's rules carry over (`carried`: the parent's (remaining per span, end of
-        the last occurrence, its span)) and whose last token goes on calmly (`_Example.goes_on_calmly`): that token
-        starts, continues and ends no span, so the scan's state is the parent's, and it adds no mark to the text
-        before the next span, so every remaining span may still start. Only what changes with each step is looked
-        at again: the budget, whether the model wants to end, the invented-placeholder bans. `_UNDECIDED` when the
-        full rules must decide (the budget is tight, or EOS is on top and a span must start)."""
+        the last occurrence, its span), with nothing pending) and whose last token goes on calmly
+        (`_Example.goes_on_calmly`): that token starts, continues and ends no span, so the scan's state is the
+        parent's, and it adds no mark to the text before the next span, so every remaining span may still start.
+        Only what changes with each step is looked at again: the budget, whether the model wants to end, the
+        invented-placeholder bans. `_UNDECIDED` when the full rules must decide (the budget is tight, or EOS is on
+        top and a span must start)."""
         parent = self._states.get(parent_key)
         if parent is None:
             return _UNDECIDED
         remaining, last_end, last_span = carried
-        banned, parts = ex.calm_bans(remaining)
+        banned, parts, restore = ex.calm_bans(remaining)
         starts: list[int] = []
         if remaining and max(remaining) > 0:
             _, _, tight, too_long = ex.budget_rule(remaining, budget)
             starts = ex.starts(remaining)
             if tight or (self.eos and self._wants_end(scores, row)):
                 return _UNDECIDED
+            too_long = [t for t in too_long if t in ex.stray_tokens]
             banned = banned + self.eos + too_long
+            if too_long:
+                restore = restore - set(too_long)
         states[(index, key)] = parent  # still a valid scan of `g` (up to a position no later than before)
         self._carrying[(index, key)] = carried
         if ex.has_neighbours:
-            banned = banned + ex.inventing(g, last_end, self._inventions, last_span)
-        return self._banned(ex, index, parts, banned, starts, scores)
+            opening = ex.tail_rules((), remaining).opening
+            banned = banned + [t for t in ex.inventing(g, last_end, self._inventions, last_span) if t not in opening]
+        return self._banned(ex, index, parts, banned, starts, scores, [t for t in restore if t < scores.shape[-1]])
 
     def _banned(
         self, ex: _Example, index: int, parts: frozenset[int], banned: list[int], starts: list[int],
-        scores: torch.Tensor,
-    ) -> tuple[torch.Tensor, list[int], None, list[int]] | None:
-        """The decision of a row that is only banned ids (ban components `parts`, single ids `banned`), or None when
-        that bans nothing below V."""
+        scores: torch.Tensor, restore: list[int],
+    ) -> tuple[torch.Tensor, list[int], None, list[int], list[int]] | None:
+        """The decision of a row that is only banned ids (ban components `parts`, single ids `banned`, except the ids
+        `restore`), or None when that bans nothing below V."""
         width = scores.shape[-1]
         ceiling = self._ceiling(ex, index, parts, scores)
         singles = sorted({t for t in banned if 0 <= t < width})
@@ -1122,7 +1269,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             if not singles:
                 return None
             ceiling = self._ceilings[("free",)]
-        return ceiling, singles, None, [t for t in starts if t < width]
+            restore = []
+        return ceiling, singles, None, [t for t in starts if t < width], restore
 
     def _wants_end(self, scores: torch.Tensor, row: int) -> bool:
         """Whether EOS is row `row`'s highest-scoring token; all rows at once, the first time a step asks (amax:
@@ -1160,27 +1308,34 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         return self._ceilings[cache_key]
 
     def warn_missing(self, sequences: Any) -> None:
-        """After generation: warn, naming them, when returned sequences lack spans (the length limit cut them)."""
+        """After generation: warn, naming them, when returned sequences lack spans, and say whether the length limit
+        cut the output or it ended (EOS) before the limit (an earlier processor forced it, or the spans left did
+        not fit whole in what the limit left: a span is placed whole or not at all)."""
         sequences = getattr(sequences, "sequences", sequences)
         if not isinstance(sequences, torch.Tensor) or not self.examples or sequences.dim() != 2:
             return
         per_example = max(sequences.shape[0] // len(self.examples), 1)
-        missing = []
+        cut, ended = [], []
         for row, g in enumerate(sequences.tolist()):
             ex = self.examples[min(row // per_example, len(self.examples) - 1)]
             if ex.texts:
                 remaining, _, _ = ex.scan(g)
                 lacking = [text for text, left in zip(ex.texts, remaining) if left > 0]
                 if lacking:
-                    missing.append(f"output {row}: {lacking}")
-        if missing:
-            warnings.warn(
-                f"The length limit left too few tokens to place every protected span (each apart from the text "
-                f"before it): {'; '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}. Raise max_new_tokens (or "
-                "max_length) to fit them.",
-                UserWarning,
-                stacklevel=3,
-            )
+                    end = next((i for i, t in enumerate(g) if i and t in self._eos_set), None)
+                    early = end is not None and (self._limit is None or end + 1 + self.reserve < self._limit)
+                    (ended if early else cut).append(f"output {row}: {lacking}")
+        for missing, why in ((cut, "the length limit cut them off"),
+                             (ended, "it ended before them: the tokens left did not fit them whole, or an earlier "
+                                     "logits processor forced the end")):
+            if missing:
+                warnings.warn(
+                    f"Protected spans are missing from {len(missing)} output(s) ({why}): "
+                    f"{'; '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}. Raise max_new_tokens (or "
+                    "max_length) to fit them.",
+                    UserWarning,
+                    stacklevel=3,
+                )
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         # input_ids: (rows, L) with rows = examples * (num_beams or num_return_sequences); scores: (rows, V)
@@ -1198,6 +1353,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         ceilings = [self._ceilings[free]] * rows
         ban_rows: list[int] = []  # (row, id) pairs banned besides the rows' ceilings
         ban_ids: list[int] = []
+        keep_rows: list[int] = []  # (row, id) pairs its ceiling bans that keep their scores (a span's own tokens)
+        keep_ids: list[int] = []
         forced: dict[int, list[int]] = {}  # row -> the tokens it must choose among
         fallback: dict[int, list[int]] = {}  # banned row -> the span starts to fall back on
         last = len(self.examples) - 1
@@ -1215,7 +1372,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 decision = decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, row)
             if decision is None:
                 continue
-            ceilings[row], singles, allowed, starts = decision
+            ceilings[row], singles, allowed, starts, restore = decision
+            if restore:
+                keep_rows += [row] * len(restore)
+                keep_ids += restore
             if singles:
                 ban_rows += [row] * len(singles)
                 ban_ids += singles
@@ -1235,6 +1395,9 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if ban_rows:  # one write for the whole step: a ceiling per banned set would cost a (V,) tensor each
             stacked[torch.tensor(ban_rows, device=device), torch.tensor(ban_ids, device=device)] = -float("inf")
         out = torch.minimum(scores, stacked)  # (rows, V)
+        if keep_rows:
+            kept_rows, kept_ids = torch.tensor(keep_rows, device=device), torch.tensor(keep_ids, device=device)
+            out[kept_rows, kept_ids] = scores[kept_rows, kept_ids]
         for row, top in enumerate(out.amax(-1).tolist()):
             if top != -float("inf"):
                 continue
@@ -1261,15 +1424,23 @@ def _protection_processors(
     generation_config: Any,
     kwargs: dict[str, Any],
     width: int | None = None,
+    batch_size: int | None = None,
 ) -> LogitsProcessorList:
     """`kwargs["logits_processor"]` with a `ProtectedSpansLogitsProcessor` for `protected_spans` added (when any
-    example has spans). `generation_config` and `kwargs` are generate()'s: lengths and EOS come from them."""
+    example has spans). `generation_config` and `kwargs` are generate()'s: lengths and EOS come from them.
+    `batch_size`, the number of sources, must equal the number of entries."""
     processors = kwargs.get("logits_processor")
     processors = LogitsProcessorList(list(processors) if processors is not None else [])
     if isinstance(protected_spans, dict):  # one un-batched example's entry
         protected_spans = [protected_spans]
     if not protected_spans:
         return processors
+    if batch_size is not None and len(protected_spans) != batch_size:
+        raise ValueError(
+            f"protected_spans has {len(protected_spans)} entries but input_ids has {batch_size} sources: each source "
+            "needs its own entry, in the same order. Build both with one processor call (processor(texts, "
+            "protect=...)) and slice them together (batch['protected_spans'][i:j] with batch['input_ids'][i:j])."
+        )
     config = kwargs.get("generation_config") or generation_config
 
     def setting(name: str) -> Any:
@@ -1296,6 +1467,7 @@ def _add_protected_spans(
     vocab_size: int,
     cache: dict[str, Any] | None,
     keep_offsets: bool,
+    skip: int = 0,
 ) -> Any:
     """Write `batch["protected_spans"]` (per example; one dict for an un-batched example) from an `encode_with_oovs`
     batch made with `return_offsets_mapping=True`; drop the offsets unless the caller asked for them."""
@@ -1306,7 +1478,7 @@ def _add_protected_spans(
     keys = ("extended_input_ids", "attention_mask", "offset_mapping")
     view = {key: [batch[key]] if single else batch[key] for key in keys}
     view["oov_words"] = [batch["oov_words"]] if single else batch["oov_words"]
-    entries = _protected_spans_for_batch(tokenizer, texts, view, protect, vocab_size, cache)
+    entries = _protected_spans_for_batch(tokenizer, texts, view, protect, vocab_size, cache, skip)
     if not keep_offsets:
         del batch["offset_mapping"]
     batch[PROTECTED_SPANS_KEY] = entries[0] if single else entries

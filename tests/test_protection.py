@@ -495,8 +495,13 @@ def test_bad_input_gives_clear_errors_and_warnings(copier):
         processor(["Open the window and then Zyxwvut"], protect=["Zyxwvut"], max_length=4)
     batch = processor(["Delete %(count)d and %(name)s"], return_tensors="pt", protect="placeholders")
     need = sum(min(map(len, span["sequences"])) for span in batch["protected_spans"][0]["spans"])
-    with pytest.warns(UserWarning, match="too few tokens"):
+    with pytest.warns(UserWarning, match="missing from 1 output.*length limit cut them off|missing from 1 output"):
         model.generate(**batch, max_new_tokens=need - 1)
+    with pytest.raises(ValueError, match="protected_spans has 3 entries but input_ids has 2 sources"):
+        sliced = processor(["Delete {folder}", "Open %(name)s now", "Save <b>it</b>"], protect="placeholders",
+                           padding=True, return_tensors="pt")
+        model.generate(**{k: sliced[k][1:] for k in ("input_ids", "attention_mask", "extended_input_ids")},
+                       protected_spans=sliced["protected_spans"], num_beams=3)
 
 
 # -- the fast paths are the rules: each checked against the plain computation it replaces ----------------------------
@@ -575,7 +580,10 @@ def test_each_rows_state_is_its_full_scan_whatever_the_parent_order(copier):
             for g in rows:
                 key = tuple(g)
                 state = protection._state(index, ex, g, key, states)
-                assert state == ex.scan(g), g
+                emitted = [0] * len(ex.texts)  # the whole row scanned afresh, stopping where it is pending
+                reached, last_end, last_span, pending = ex.advance(g, 0, emitted, 0, None, len(g))
+                remaining = tuple(c - e for c, e in zip(ex.counts, emitted))
+                assert state == (remaining, last_end, last_span, reached if pending else len(g)), g
             protection._states = states
             parents = [rng.choice(rows) for _ in rows]  # beams reorder and fork; sometimes a row comes from nowhere
             rows = [p + [rng.choice(tokens)] if rng.random() > 0.05 else p + [9, rng.choice(tokens)] for p in parents]
@@ -695,3 +703,40 @@ def test_a_lone_space_token_keeps_a_span_apart_when_the_budget_is_tight(tokenize
         outputs = processor.batch_decode(model.generate(**batch, max_new_tokens=8, **settings), batch)
         assert any("$" in output for output in outputs)
         _check_placeholders(sources, outputs)
+
+
+def test_the_task_prefix_is_read_by_the_model_and_never_protected(copier):
+    """T5's "translate English to German: " is the model's to read: a pattern that matches its words must not force
+    them into the output (processor, pipeline and Trainer put it before the user's text and search the text only)."""
+    model, processor = copier
+    prefix = "translate English to German: "
+    batch = processor(["Open {folder}"], protect=r"[A-Z][a-z]+|\{\w+\}", source_prefix=prefix)
+    assert [span["text"] for span in batch["protected_spans"][0]["spans"]] == ["Open", "{folder}"]
+    assert batch["input_ids"] == processor([prefix + "Open {folder}"])["input_ids"]  # the model reads the prefix
+    pipe = pipeline("translation", model=model, tokenizer=processor.tokenizer, prefix=prefix)
+    inputs = pipe.preprocess("Open {folder}", protect=r"[A-Z][a-z]+")
+    assert [span["text"] for span in inputs["protected_spans"]["spans"]] == ["Open"]
+    with pytest.warns(UserWarning, match=r"\['German'\] occur in none"):
+        pipe("Open the file", protect=["German"], max_new_tokens=4)
+
+
+def test_a_literal_some_inputs_of_a_call_hold_is_not_warned_about(copier):
+    model, processor = copier
+    pipe = pipeline("translation", model=model, tokenizer=processor.tokenizer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipe(["Open Nakamura now", "Close it", "Save it"], protect=["Nakamura"], batch_size=3, max_new_tokens=4)
+    assert not [w for w in caught if "occur in none" in str(w.message)]
+    with pytest.warns(UserWarning, match="occur in none of the 2 source"):
+        pipe(["Close it", "Save it"], protect=["Nakamura"], max_new_tokens=4)
+
+
+@pytest.mark.parametrize("protect", [["Cafe\u0301"], r"Cafe\u0301"])
+def test_a_span_that_ends_in_a_combining_mark_is_protected(tokenizer, subword_tokenizer, protect):
+    """Decomposed text (macOS file names): the normalizer's offsets of a composed character end before its marks."""
+    for tok in (tokenizer, subword_tokenizer):
+        processor = PointerGeneratorProcessor(tok, vocab_size=len(tok))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no false "past the truncation" diagnosis
+            batch = processor(["Open Cafe\u0301 now"], protect=protect)
+        assert [span["text"] for span in batch["protected_spans"][0]["spans"]] == ["Cafe\u0301"]

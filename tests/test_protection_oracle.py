@@ -1,0 +1,183 @@
+"""Protection against an oracle of the correct output: a perfect copier must come out unchanged.
+
+A model whose next-token choice is always the source's next token returns its source exactly. Every protected span
+of a source is then already in that output exactly as often as in the source, so protection (any mode, any spans:
+repeated, adjacent, prefix-related, at the edges) must change nothing, for every tokenizer family and decoding
+setting. A protected output that differs from the unprotected one is protection corrupting what it protects.
+"""
+
+import random
+import warnings
+
+import pytest
+import torch
+from transformers import BartConfig, BartForConditionalGeneration, LogitsProcessor, LogitsProcessorList
+
+from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
+from testing_utils import corpus_texts
+
+FAMILIES = ("wordlevel", "unigram", "wordpiece", "bpe")
+# Text that begins like a span, spans whose tokens begin other spans', spans next to each other and at the edges.
+TRICKY = [
+    ("Nakamura said Nakamura-Øresund is near", ["Nakamura-Øresund"]),
+    ("Python is installed, install Python 3.12 now", r"Python \d+\.\d+"),
+    ("Open the file and the file list", ["file list"]),
+    ("Rate is 50% for %s", "placeholders"),
+    ("Press { then {key}", "placeholders"),
+    ("Page 1 of 12", r"\d+"),
+    ("Copy %10 to %1", "placeholders"),
+    ("See https://x.org or https://x.org/docs", "placeholders"),
+    ("{0}{1} and {1}{0}", "placeholders"),
+    ("%s", "placeholders"),
+    ("Delete %(name)s from {folder}? %(name)s stays", "placeholders"),
+    ("Zyxwvut Qqq Zyxwvut and Qqqq", "oov"),
+    ("Open 3 of 33 then 333", r"\d+"),
+    ("Save as v2.3 or v2.3.1", r"v[\d.]+\d"),
+    ("Send Anna Anna-Maria and Maria", ["Anna", "Maria"]),
+    ("Open Cafe\u0301 now", ["Cafe\u0301"]),  # decomposed text (macOS file names): the span ends in a mark
+    ("Open Cafe\u0301-12 now", r"[A-Z]\w+\u0301-\d+"),
+]
+INSERTS = ["%s", "%d", "%(count)d", "{name}", "{0}", "{}", "<b>", "</b>", "%1", "%10", "1", "12", "121",
+           "https://x.org", "https://x.org/docs", "Nakamura", "Nakamura-Øresund", "Zyxwvut", "v2.3"]
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family_tokenizer(request):
+    from training.tokenizer import train_shared_tokenizer
+
+    texts = corpus_texts("train", limit=1500) + [" ".join(INSERTS[:9])] * 3
+    return request.param, train_shared_tokenizer(texts, request.param, vocab_size=400 if request.param == "wordlevel" else 700)
+
+
+def _copy_model(tokenizer):
+    torch.manual_seed(0)
+    config = BartConfig(
+        vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
+    )
+    return PointerGeneratorForConditionalGeneration.from_base(
+        BartForConditionalGeneration(config), unk_token_id=tokenizer.unk_token_id
+    ).eval()
+
+
+class CopyTheSource(LogitsProcessor):
+    """A perfect copier's scores: the source's next token (its extended id) at 0, every other token far below, at
+    random (so that whatever protection bans, the row takes something else, and the difference shows)."""
+
+    def __init__(self, targets: list[list[int]], eos: int, seed: int = 0):
+        self.targets, self.eos = targets, eos
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, input_ids, scores):
+        rows, width = scores.shape
+        per = rows // len(self.targets)
+        step = input_ids.shape[1] - 1  # after the decoder start token
+        out = -40.0 + 10.0 * torch.rand(rows, width, generator=self.generator)
+        for row in range(rows):
+            target = self.targets[row // per]
+            out[row, target[step] if step < len(target) else self.eos] = 0.0
+        return out
+
+
+def _decode(model, processor, sources, protect, settings):
+    batch = processor(sources, protect=protect, return_tensors="pt", padding=True)
+    targets = [ids[mask.bool()].tolist() for ids, mask in zip(batch["extended_input_ids"], batch["attention_mask"])]
+    plain = {k: v for k, v in batch.items() if k != "protected_spans"}
+    outputs = []
+    for inputs in (plain, batch):
+        oracle = CopyTheSource(targets, model.config.eos_token_id)
+        ids = model.generate(**inputs, logits_processor=LogitsProcessorList([oracle]), max_new_tokens=48, **settings)
+        per = ids.shape[0] // len(sources)
+        outputs.append(processor.batch_decode(ids[::per], batch))
+    return outputs
+
+
+SETTINGS = [
+    {},
+    {"num_beams": 3},
+    {"num_beams": 3, "num_return_sequences": 2},
+    {"do_sample": True, "num_return_sequences": 2},
+]
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=["greedy", "beam3", "beam3-2returns", "sample-2returns"])
+def test_a_perfect_copy_comes_out_unchanged_on_tricky_sources(family_tokenizer, settings):
+    family, tokenizer = family_tokenizer
+    model = _copy_model(tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    torch.manual_seed(0)
+    for source, protect in TRICKY:
+        if protect == "oov" and family == "bpe":
+            continue  # byte-level BPE has no out-of-vocabulary words
+        plain, protected = _decode(model, processor, [source], protect, settings)
+        assert protected == plain, (family, source, protect)
+
+
+def _random_case(rng: random.Random, base: list[str]):
+    words = rng.choice(base).split()[:12]
+    for _ in range(rng.randint(1, 4)):
+        words.insert(rng.randint(0, len(words)), rng.choice(INSERTS))
+    source = " ".join(words)
+    mode = rng.choice(["placeholders", r"\d+", r"[A-Z]\w+", "literals", "oov"])
+    if mode == "literals":
+        candidates = sorted({w for w in words if w.strip(".,!?")})
+        protect = rng.sample(candidates, min(len(candidates), rng.randint(1, 3)))
+    else:
+        protect = mode
+    return source, protect
+
+
+@pytest.mark.parametrize("settings", SETTINGS[:2] + SETTINGS[3:], ids=["greedy", "beam3", "sample-2returns"])
+def test_a_perfect_copy_comes_out_unchanged_on_random_sources_and_spans(family_tokenizer, settings):
+    family, tokenizer = family_tokenizer
+    model = _copy_model(tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    rng = random.Random(hash(family) % 1000)
+    base = corpus_texts("test", limit=300)
+    checked = 0
+    while checked < 12:
+        sources, protects = zip(*[_random_case(rng, base) for _ in range(3)])
+        protect = protects[0]
+        if protect == "oov" and family == "bpe":
+            continue
+        try:
+            plain, protected = _decode(model, processor, list(sources), protect, settings)
+        except ValueError as error:  # literals that overlap in a source: a clear error, nothing to decode
+            assert "overlap" in str(error)
+            continue
+        assert protected == plain, (family, sources, protect)
+        checked += 1
+
+
+@pytest.mark.parametrize("settings", [{}, {"do_sample": True, "num_return_sequences": 3}], ids=["greedy", "sample"])
+def test_a_budget_too_short_for_the_spans_places_whole_spans_never_a_fragment(family_tokenizer, settings):
+    """With fewer tokens left than the spans need, the spans that fit come out whole, the others not at all: a broken
+    placeholder ("{fol", "%(name)") is worse than a missing one. The check after generation says they are missing."""
+    from hf_pgen.placeholders import placeholder_spans
+
+    family, tokenizer = family_tokenizer
+    model = _copy_model(tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    source = "Delete %(name)s from {folder} and {x}"
+    allowed = {source[a:b] for a, b in placeholder_spans(source)}
+    batch = processor([source], protect="placeholders", return_tensors="pt")
+    target = batch["extended_input_ids"][0].tolist()
+    placed_any = False
+    for budget in range(1, 9):
+        torch.manual_seed(budget)
+        oracle = CopyTheSource([target], model.config.eos_token_id)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ids = model.generate(**batch, max_new_tokens=budget, logits_processor=LogitsProcessorList([oracle]),
+                                 **settings)
+        for text in processor.batch_decode(ids, batch):
+            spans = placeholder_spans(text)
+            marks = [i for i, char in enumerate(text) if char in "%{}()"]
+            assert all(any(a <= i < b for a, b in spans) for i in marks), (budget, text)  # no loose fragment
+            assert all(text[a:b] in allowed for a, b in spans), (budget, text)
+            if len(spans) < len(allowed):
+                assert any("missing from" in str(w.message) for w in caught), (budget, text)
+            placed_any |= bool(spans)
+    assert placed_any
