@@ -1242,10 +1242,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         if output_copy_info:
             kwargs["return_dict_in_generate"] = True  # the copy information travels on the output object
         protected_spans = kwargs.pop(PROTECTED_SPANS_KEY, None)  # processor(..., protect=...): guaranteed copies
+        source_ids = inputs if inputs is not None else kwargs.get("input_ids")
         if protected_spans:
             width = self.config.vocab_size if self.config.force_p_gen == 1.0 else None  # copying off: no copy ids
-            kwargs["logits_processor"] = _protection_processors(protected_spans, self.generation_config, kwargs, width)
-        source_ids = inputs if inputs is not None else kwargs.get("input_ids")
+            kwargs["logits_processor"] = _protection_processors(
+                protected_spans, self.generation_config, kwargs, width,
+                batch_size=source_ids.shape[0] if source_ids is not None else None,
+            )
         if kwargs.get("extended_input_ids") is None:
             # The pointer needs the source ids at every step, but generate() hands forward only the encoder outputs.
             if source_ids is not None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import collections.abc
 import types
+import warnings
 from typing import Any
 
 import torch
@@ -50,6 +51,7 @@ from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import (
     PROTECTED_SPANS_KEY,
     _check_protect,
+    _warn_missing_literals,
     _protection_processors,
     _warn_missing_spans,
 )
@@ -211,6 +213,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         `num_return_sequences` > 1); for a stream, an iterator of per-text lists.
         """
         if isinstance(inputs, str):
+            _warn_missing_literals([inputs], kwargs.get("protect"), stacklevel=3)
             return super().__call__(inputs, *args, **kwargs)
         if isinstance(inputs, (bytes, bytearray, collections.abc.Mapping)):
             _check_text(inputs)
@@ -220,6 +223,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 _check_text(text, index)
             if not texts:
                 return []
+            _warn_missing_literals(texts, kwargs.get("protect"), stacklevel=3)
             results = super().__call__(texts, *args, **kwargs)
             # v4: one dict per input unless num_return_sequences > 1
             return [result[0] for result in results] if all(len(result) == 1 for result in results) else results
@@ -248,17 +252,26 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             self.tokenizer.src_lang = src_lang  # mBART/M2M100 tokenizers add the language code from this
         prefix = self.prefix if prefix is None else prefix
         source = prefix + text
-        protection = {} if protect is None else {"protect": protect}
+        encoded = source
+        protection = {}
+        if protect is not None:
+            # The prefix is the model's to read, not the user's text: the processor puts it before `text` and
+            # protects what it finds in `text` only. Literals missing from every input are warned about once per
+            # call (see __call__), not once per input.
+            encoded, protection = text, {"protect": protect, "source_prefix": prefix}
         if return_copy_info:
             protection["return_offsets_mapping"] = True
-        if truncation is False:
-            encoding, table = self._encode(source, truncation=False, **protection)
-        else:
-            limit = self._max_source_length()
-            encoding, table = self._encode(
-                source, truncation=True if truncation is None else truncation, max_length=limit,
-                return_num_truncated_tokens=True, **protection,
-            )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Protected literal", category=UserWarning)
+            if truncation is False:
+                encoding, table = self._encode(encoded, truncation=False, **protection)
+            else:
+                limit = self._max_source_length()
+                encoding, table = self._encode(
+                    encoded, truncation=True if truncation is None else truncation, max_length=limit,
+                    return_num_truncated_tokens=True, **protection,
+                )
+        if truncation is not False:
             removed = encoding["num_truncated_tokens"][0]  # counted by the same tokenization
             if removed and truncation is None:
                 logger.warning(
@@ -293,7 +306,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 inputs[PROTECTED_SPANS_KEY] = protected  # the model installs the logits processor
             else:  # a plain base: the same processor, with the span's own (in-vocabulary) tokens only
                 generate_kwargs["logits_processor"] = _protection_processors(
-                    protected, self.model.generation_config, generate_kwargs, width=self.model.config.vocab_size
+                    protected, self.model.generation_config, generate_kwargs, width=self.model.config.vocab_size,
+                    batch_size=input_ids.shape[0],
                 )
         output = self.model.generate(**inputs, **generate_kwargs)  # (B * num_return_sequences, L)
         output_ids = output.sequences if generate_kwargs.get("output_copy_info") else output

@@ -110,6 +110,7 @@ class PointerGeneratorProcessor:
         return_tensors: str | None = None,
         return_num_truncated_tokens: bool = False,
         protect: Any = None,
+        source_prefix: str | None = None,
         **tokenizer_kwargs: Any,
     ) -> BatchEncoding:
         """Tokenize like `tokenizer(text, text_target=...)` and add the copy inputs.
@@ -124,7 +125,21 @@ class PointerGeneratorProcessor:
         exactly as often as the source holds them, and the token sequences that spell them. `"placeholders"` (the
         placeholder grammar of `hf_pgen.metrics`), `"oov"` (every out-of-vocabulary source word), a regular
         expression (str or compiled), or a list of literal strings. See `hf_pgen.protection_pointer_generator`.
+
+        `source_prefix` (e.g. T5's `"translate English to German: "`) is put before every text: the model reads it,
+        `protect` never looks in it, so a pattern cannot force the prefix's words into the output.
+
+        Example:
+
+        ```python
+        >>> batch = processor(["Open {folder}"], protect="placeholders", source_prefix="translate English to German: ")
+        >>> [span["text"] for span in batch["protected_spans"][0]["spans"]]
+        ['{folder}']
+        ```
         """
+        skip = len(source_prefix) if source_prefix else 0
+        if skip:
+            text = source_prefix + text if isinstance(text, str) else [source_prefix + t for t in text]
         keep_offsets = bool(tokenizer_kwargs.get("return_offsets_mapping", False))
         if protect is not None:  # spans are found in character offsets
             tokenizer_kwargs = {**tokenizer_kwargs, "return_offsets_mapping": True}
@@ -144,7 +159,7 @@ class PointerGeneratorProcessor:
         if protect is None:
             return batch
         cache = self.__dict__.setdefault("_protection_cache", {})
-        return _add_protected_spans(batch, text, protect, self.tokenizer, self.vocab_size, cache, keep_offsets)
+        return _add_protected_spans(batch, text, protect, self.tokenizer, self.vocab_size, cache, keep_offsets, skip)
 
     # --------------------------------------------------------------------------------------------------- decode
     def decode(

@@ -265,21 +265,23 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         processor = self.__dict__.get("_protection_processor")
         if processor is None:  # one per trainer: it caches what it learns about the vocabulary
             processor = self._protection_processor = PointerGeneratorProcessor(tokenizer, model.config.vocab_size)
-        sources = [self._protection["source_prefix"] + texts[i] for i in indices.tolist()]
-        batch = processor(sources, max_length=self._protection["max_source_length"], truncation=True,
-                          protect=self.protect)
-        first = inputs["input_ids"][0][inputs["attention_mask"][0].bool()].tolist()
-        if batch["input_ids"][0] != first:
-            raise ValueError(
-                f"protect: the text of column {column!r} does not encode to the batch's input_ids (with "
-                f"source_prefix={self._protection['source_prefix']!r} and max_source_length="
-                f"{self._protection['max_source_length']}): pass the prefix and length the dataset was encoded with."
-            )
+        # The prefix is read by the model, never protected: only the column's own text is searched.
+        batch = processor([texts[i] for i in indices.tolist()], max_length=self._protection["max_source_length"],
+                          truncation=True, protect=self.protect, source_prefix=self._protection["source_prefix"])
+        for row, (ids, mask) in enumerate(zip(inputs["input_ids"], inputs["attention_mask"])):
+            if batch["input_ids"][row] != ids[mask.bool()].tolist():  # every row: any may be the one cut shorter
+                raise ValueError(
+                    f"protect: the text of column {column!r} for example {int(indices[row])} does not encode to the "
+                    f"batch's input_ids (with source_prefix={self._protection['source_prefix']!r} and "
+                    f"max_source_length={self._protection['max_source_length']}): pass the prefix and length the "
+                    "dataset was encoded with."
+                )
         spans = batch[PROTECTED_SPANS_KEY]
         if _has_copy_head(model):
             return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
         return {"logits_processor": _protection_processors(spans, model.generation_config, gen_kwargs,
-                                                           width=model.config.vocab_size)}
+                                                           width=model.config.vocab_size,
+                                                           batch_size=inputs["input_ids"].shape[0])}
 
     def _rows_in_dataset_order(self, predictions) -> np.ndarray | None:
         """Rows that put the gathered predictions in dataset order, each example once (DDP pads with duplicates)."""

@@ -449,3 +449,18 @@ def test_protect_options_are_checked_before_any_work(tokenizer, tmp_path):
         PointerGeneratorSeq2SeqTrainer(model=tiny_model(tokenizer), args=args, protect="")
     with pytest.raises(ValueError, match="needs a copying model"):
         PointerGeneratorSeq2SeqTrainer(model=tiny_model(tokenizer, copy=False), args=args, protect="oov")
+
+
+def test_protect_checks_every_row_encodes_as_the_batch(tokenizer, tmp_path):
+    """A dataset truncated shorter than the trainer re-encodes: the long row need not be the first of its batch, and
+    a span past that truncation would go unplaced with a misleading warning. Every row is compared."""
+    model = tiny_model(tokenizer)
+    texts = ["Close it", "Please open the list of all the files {folder} now", "Delete %(name)s"]
+    data = Dataset.from_dict({"en": texts, "de": texts}).map(
+        lambda b: encode_with_oovs(tokenizer, b["en"], text_target=b["de"], vocab_size=model.config.vocab_size,
+                                   max_length=6), batched=True)
+    args = training_args(tmp_path, predict_with_generate=True, generation_max_length=16, per_device_eval_batch_size=3)
+    trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=args, processing_class=tokenizer, protect="placeholders",
+                                             source_column="en", max_source_length=32)
+    with pytest.raises(ValueError, match="for example 1 does not encode to the batch"):
+        trainer.predict(data)
