@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
@@ -91,7 +92,10 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "model", metavar="MODEL",
         help="a folder written by model.save_pretrained and processor.save_pretrained (or a Hub id of such a model)",
     )
-    translate.add_argument("texts", metavar="TEXT", nargs="*", help="texts to translate; none: read standard input")
+    # default=[]: a "*" positional without a default counts as required, and a missing MODEL was reported as
+    # "required: MODEL, TEXT" although TEXT may be left out
+    translate.add_argument("texts", metavar="TEXT", nargs="*", default=[],
+                           help="texts to translate; none: read standard input, one text per line")
     translate.add_argument("--num-beams", type=_positive_int, metavar="N",
                            help="beam search width (default: the model's generation config)")
     translate.add_argument("--max-new-tokens", type=_positive_int, metavar="N",
@@ -154,7 +158,11 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
     from_stdin = not args.texts
     batch_size = args.batch_size or (1 if from_stdin and sys.stdin.isatty() else _DEFAULT_BATCH_SIZE)
     if from_stdin and sys.stdin.isatty() and not args.quiet:
-        print("hf-pgen: reading lines from standard input (Ctrl-D ends)", file=sys.stderr)
+        print(
+            "hf-pgen: no TEXT given, reading standard input: type one text per line, Ctrl-D to end (or pass the "
+            f'texts as arguments, hf-pgen translate {shlex.quote(args.model)} "TEXT" ..., or a file, < texts.txt)',
+            file=sys.stderr,
+        )
 
     # Libraries that print go to stderr: stdout carries translations only.
     with contextlib.redirect_stdout(sys.stderr):

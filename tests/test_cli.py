@@ -5,10 +5,12 @@ arguments, a stream on stdin with every copy option, and input that is not UTF-8
 `main(argv)` in this process, the same code the console script runs.
 """
 
+import io
 import json
 import math
 import os
 import select
+import shlex
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -212,6 +214,23 @@ def test_model_folder_errors(folders, tmp_path, capsys):
     assert "is a file" in _error(capsys, [tmp_path / "weights.bin", "Open"])
 
 
+class _Terminal(io.TextIOWrapper):
+    def isatty(self):
+        return True
+
+
+def test_no_text_reads_the_terminal_and_says_how_to_pass_texts(folders, capsys, monkeypatch):
+    copier, _ = folders
+    monkeypatch.setattr(sys, "stdin", _Terminal(io.BytesIO(b"Open the file\nClose it\n"), encoding="utf-8"))
+    assert main(["translate", str(copier), "--max-new-tokens", "4"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2
+    assert captured.err.splitlines()[0] == (
+        "hf-pgen: no TEXT given, reading standard input: type one text per line, Ctrl-D to end (or pass the texts "
+        f'as arguments, hf-pgen translate {shlex.quote(str(copier))} "TEXT" ..., or a file, < texts.txt)'
+    )
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
@@ -241,6 +260,15 @@ def test_usage_errors_are_one_line(folders, capsys):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.splitlines() == [
         "hf-pgen: error: argument --num-beams: 0 is not positive (see `hf-pgen translate --help`)"
+    ]
+
+
+def test_a_missing_model_is_the_only_required_argument(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["translate"])  # TEXT may be left out (standard input is read): only MODEL is missing
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "hf-pgen: error: the following arguments are required: MODEL (see `hf-pgen translate --help`)"
     ]
 
 
