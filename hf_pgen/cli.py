@@ -33,6 +33,8 @@ __all__ = ["main"]
 _DEFAULT_BATCH_SIZE = 16
 # "name" or "org/name": what could be a Hub model id rather than a local folder
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+# what tokenizer.save_pretrained writes, for any tokenizer class (fast, SentencePiece, BPE vocab + merges)
+_TOKENIZER_FILE = re.compile(r"^(tokenizer.*|vocab.*|merges\.txt|.*\.model|.*\.spm)$")
 
 _PROTECT_HELP = """\
 guarantee copies of spans of every input: "placeholders" (format placeholders such as %%(name)s, {count}, %%1, <b>
@@ -336,6 +338,11 @@ def _load(model: str, device: str):
             "pointer-generator: it has no copy information to show. Translate it with "
             f"transformers.pipeline('translation', model={model!r}) (with hf_pgen imported), or wrap it first with "
             "PointerGeneratorForConditionalGeneration.from_base"
+        )
+    if os.path.isdir(model) and not any(_TOKENIZER_FILE.match(name) for name in os.listdir(model)):
+        raise _Error(
+            f"{model!r} has no tokenizer files (tokenizer.json, tokenizer_config.json, ...): save the tokenizer "
+            f"next to the model, processor.save_pretrained({model!r}) or tokenizer.save_pretrained({model!r})"
         )
     try:
         return pipeline("translation", model=model, device=device)

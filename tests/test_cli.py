@@ -11,6 +11,7 @@ import math
 import os
 import select
 import shlex
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -212,6 +213,18 @@ def test_model_folder_errors(folders, tmp_path, capsys):
     assert "is not a model folder (it has no config.json)" in _error(capsys, [tmp_path, "Open"])
     (tmp_path / "weights.bin").write_bytes(b"")
     assert "is a file" in _error(capsys, [tmp_path / "weights.bin", "Open"])
+
+
+def test_a_model_folder_without_its_tokenizer_says_how_to_add_it(folders, tmp_path, capsys):
+    copier, _ = folders
+    model_only = tmp_path / "model-only"
+    shutil.copytree(copier, model_only, ignore=shutil.ignore_patterns("tokenizer*"))
+    message = _error(capsys, [model_only, "Open the file"])
+    assert message == (
+        f"hf-pgen: error: {str(model_only)!r} has no tokenizer files (tokenizer.json, tokenizer_config.json, ...): "
+        f"save the tokenizer next to the model, processor.save_pretrained({str(model_only)!r}) or "
+        f"tokenizer.save_pretrained({str(model_only)!r})"
+    )
 
 
 class _Terminal(io.TextIOWrapper):
