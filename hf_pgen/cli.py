@@ -174,6 +174,9 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
             call["num_beams"] = args.num_beams
         if args.max_new_tokens is not None:
             call["max_new_tokens"] = args.max_new_tokens
+            # The saved max_length (from_base sets the decoder's positions) is for calls without a length; left in
+            # place, generate() warns on every batch that both are set.
+            translator.model.generation_config.max_length = None
         if protect is not None:
             call["protect"] = protect
         if copy_info:

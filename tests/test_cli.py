@@ -7,6 +7,7 @@ arguments, a stream on stdin with every copy option, and input that is not UTF-8
 
 import io
 import json
+import logging
 import math
 import os
 import select
@@ -19,6 +20,7 @@ from html.parser import HTMLParser
 import pytest
 from testing_utils import corpus_texts, tiny_base, word_level_tokenizer
 from transformers import AutoConfig, pipeline
+from transformers.utils import logging as transformers_logging
 
 from hf_pgen import PointerGeneratorForConditionalGeneration
 from hf_pgen.cli import _one_line, main
@@ -225,6 +227,23 @@ def test_a_model_folder_without_its_tokenizer_says_how_to_add_it(folders, tmp_pa
         f"save the tokenizer next to the model, processor.save_pretrained({str(model_only)!r}) or "
         f"tokenizer.save_pretrained({str(model_only)!r})"
     )
+
+
+def test_max_new_tokens_replaces_the_saved_length_without_a_warning(folders, capsys):
+    copier, _ = folders
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_warning()
+    transformers_logging.add_handler(handler)
+    try:
+        assert main(["translate", str(copier), "Open the file", "--max-new-tokens", "3", "-q"]) == 0
+    finally:
+        transformers_logging.remove_handler(handler)
+        transformers_logging.set_verbosity(verbosity)
+    assert [r.getMessage() for r in records if "max_length" in r.getMessage()] == []
+    assert 1 <= len(capsys.readouterr().out.split()) <= 3  # word-level tokens: at most 3 words
 
 
 class _Terminal(io.TextIOWrapper):
