@@ -59,11 +59,11 @@ from hf_pgen import (  # noqa: E402
 try:  # the stand-in builders live with the tests
     from testing_checkpoints import CHECKPOINTS, build_checkpoint, t5_checkpoint
     from testing_tokenizers import corpus_lines
+    _MISSING_HELPERS = None
 except ModuleNotFoundError as error:
     if error.name not in ("testing_checkpoints", "testing_tokenizers"):
         raise
-    sys.exit("benchmarks.copy_by_family builds its stand-ins with the helpers in tests/: run it from the repository "
-             "root as PYTHONPATH=tests python -m benchmarks.copy_by_family")
+    _MISSING_HELPERS = error.name  # main() says so, after parsing: --help works without them
 
 transformers.logging.set_verbosity_error()
 
@@ -288,6 +288,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
+    if _MISSING_HELPERS:
+        sys.exit(f"benchmarks.copy_by_family builds its stand-ins with the helpers in tests/ (no module "
+                 f"{_MISSING_HELPERS!r} here): run it from the repository root as "
+                 "PYTHONPATH=tests python -m benchmarks.copy_by_family")
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     probes = probe_strings(args.probes_per_feature)

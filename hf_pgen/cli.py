@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
@@ -32,6 +33,8 @@ __all__ = ["main"]
 _DEFAULT_BATCH_SIZE = 16
 # "name" or "org/name": what could be a Hub model id rather than a local folder
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+# what tokenizer.save_pretrained writes, for any tokenizer class (fast, SentencePiece, BPE vocab + merges)
+_TOKENIZER_FILE = re.compile(r"^(tokenizer.*|vocab.*|merges\.txt|.*\.model|.*\.spm)$")
 
 _PROTECT_HELP = """\
 guarantee copies of spans of every input: "placeholders" (format placeholders such as %%(name)s, {count}, %%1, <b>
@@ -91,7 +94,10 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "model", metavar="MODEL",
         help="a folder written by model.save_pretrained and processor.save_pretrained (or a Hub id of such a model)",
     )
-    translate.add_argument("texts", metavar="TEXT", nargs="*", help="texts to translate; none: read standard input")
+    # default=[]: a "*" positional without a default counts as required, and a missing MODEL was reported as
+    # "required: MODEL, TEXT" although TEXT may be left out
+    translate.add_argument("texts", metavar="TEXT", nargs="*", default=[],
+                           help="texts to translate; none: read standard input, one text per line")
     translate.add_argument("--num-beams", type=_positive_int, metavar="N",
                            help="beam search width (default: the model's generation config)")
     translate.add_argument("--max-new-tokens", type=_positive_int, metavar="N",
@@ -154,7 +160,11 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
     from_stdin = not args.texts
     batch_size = args.batch_size or (1 if from_stdin and sys.stdin.isatty() else _DEFAULT_BATCH_SIZE)
     if from_stdin and sys.stdin.isatty() and not args.quiet:
-        print("hf-pgen: reading lines from standard input (Ctrl-D ends)", file=sys.stderr)
+        print(
+            "hf-pgen: no TEXT given, reading standard input: type one text per line, Ctrl-D to end (or pass the "
+            f'texts as arguments, hf-pgen translate {shlex.quote(args.model)} "TEXT" ..., or a file, < texts.txt)',
+            file=sys.stderr,
+        )
 
     # Libraries that print go to stderr: stdout carries translations only.
     with contextlib.redirect_stdout(sys.stderr):
@@ -164,6 +174,9 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
             call["num_beams"] = args.num_beams
         if args.max_new_tokens is not None:
             call["max_new_tokens"] = args.max_new_tokens
+            # The saved max_length (from_base sets the decoder's positions) is for calls without a length; left in
+            # place, generate() warns on every batch that both are set.
+            translator.model.generation_config.max_length = None
         if protect is not None:
             call["protect"] = protect
         if copy_info:
@@ -328,6 +341,11 @@ def _load(model: str, device: str):
             "pointer-generator: it has no copy information to show. Translate it with "
             f"transformers.pipeline('translation', model={model!r}) (with hf_pgen imported), or wrap it first with "
             "PointerGeneratorForConditionalGeneration.from_base"
+        )
+    if os.path.isdir(model) and not any(_TOKENIZER_FILE.match(name) for name in os.listdir(model)):
+        raise _Error(
+            f"{model!r} has no tokenizer files (tokenizer.json, tokenizer_config.json, ...): save the tokenizer "
+            f"next to the model, processor.save_pretrained({model!r}) or tokenizer.save_pretrained({model!r})"
         )
     try:
         return pipeline("translation", model=model, device=device)

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoModelForSeq2SeqLM, GenerationMixin, PreTrainedModel
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
+from transformers.generation.candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
 from transformers.generation.utils import GenerateBeamEncoderDecoderOutput, GenerateEncoderDecoderOutput
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 from transformers.utils import logging
@@ -1348,14 +1348,59 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
     def _get_candidate_generator(self, *args, **kwargs):
         generator = super()._get_candidate_generator(*args, **kwargs)
+        call = inspect.signature(GenerationMixin._get_candidate_generator).bind(self, *args, **kwargs).arguments
+        source_ids = (call.get("model_kwargs") or {}).get("extended_input_ids")
         if isinstance(generator, PromptLookupCandidateGenerator) and generator.vocab_size is not None:
             # Prompt lookup checks candidates against logits processors on a dummy score row as wide as the
             # vocabulary; a copied (extended) id in the output must fit in it too.
-            model_kwargs = kwargs.get("model_kwargs") or {}
-            source_ids = model_kwargs.get("extended_input_ids")
             if source_ids is not None:
                 generator.vocab_size = self.config.vocab_size + num_oov_slots(source_ids, self.config.vocab_size)
+        if isinstance(generator, AssistedCandidateGenerator):
+            self._fit_assistant(generator, call["input_ids"], source_ids)
         return generator
+
+    def _fit_assistant(
+        self, generator: AssistedCandidateGenerator, input_ids: torch.Tensor, source_ids: torch.Tensor | None
+    ) -> None:
+        """Lets an assistant model (a pointer-generator or a plain model of the same vocabulary) draft for this one.
+
+        Args:
+            generator (`AssistedCandidateGenerator`):
+                The candidate generator `generate()` built for `assistant_model`; changed in place.
+            input_ids (`torch.LongTensor` of shape `(batch_size, prompt_length)`):
+                The decoder prompt assisted decoding starts from.
+            source_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                The source's extended ids (`extended_input_ids`).
+        """
+        assistant, assistant_kwargs = generator.assistant_model, generator.assistant_kwargs
+        if assistant.config.is_encoder_decoder and assistant_kwargs.get("decoder_attention_mask") is None:
+            # Transformers 5.25's `GenerationMixin._prefill` cuts the inputs of a generation restarted on a filled
+            # cache down to the new tokens only when the decoder mask is as long as the inputs; an encoder-decoder
+            # assistant has no decoder mask, so it is fed its whole decoder prefix again every round, on top of its
+            # cache, and its positions run past max_position_embeddings (IndexError; plain BART assisted by BART
+            # too). A mask of ones, which the candidate generator lengthens with the prefix, makes it take only the
+            # new tokens.
+            assistant_kwargs["decoder_attention_mask"] = torch.ones(
+                input_ids.shape, dtype=torch.long, device=assistant.device
+            )
+        if "extended_input_ids" in inspect.signature(assistant.forward).parameters:
+            return  # a pointer-generator: it copies from the same source, extended ids and all
+        # A plain model neither takes the source's extended ids nor embeds copied (extended) ids: it drafts from the
+        # prefix with copies read as the unknown token, its scores widened to this model's with impossible slots.
+        assistant_kwargs.pop("extended_input_ids", None)
+        width = self.config.vocab_size
+        if source_ids is not None:
+            width += num_oov_slots(source_ids, self.config.vocab_size)
+        draft = generator.get_candidates
+
+        def get_candidates(input_ids, *args, **kwargs):
+            candidates, logits = draft(self._to_base_vocabulary(input_ids), *args, **kwargs)
+            candidates = torch.cat([input_ids.to(candidates.device), candidates[:, input_ids.shape[1] :]], dim=1)
+            if logits is not None and logits.shape[-1] < width:  # sampling compares them with this model's scores
+                logits = _pad_with_impossible_slots(logits, width - logits.shape[-1])
+            return candidates, logits
+
+        generator.get_candidates = get_candidates
 
     def compute_transition_scores(
         self,

@@ -5,10 +5,14 @@ arguments, a stream on stdin with every copy option, and input that is not UTF-8
 `main(argv)` in this process, the same code the console script runs.
 """
 
+import io
 import json
+import logging
 import math
 import os
 import select
+import shlex
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -16,6 +20,7 @@ from html.parser import HTMLParser
 import pytest
 from testing_utils import corpus_texts, tiny_base, word_level_tokenizer
 from transformers import AutoConfig, pipeline
+from transformers.utils import logging as transformers_logging
 
 from hf_pgen import PointerGeneratorForConditionalGeneration
 from hf_pgen.cli import _one_line, main
@@ -212,6 +217,52 @@ def test_model_folder_errors(folders, tmp_path, capsys):
     assert "is a file" in _error(capsys, [tmp_path / "weights.bin", "Open"])
 
 
+def test_a_model_folder_without_its_tokenizer_says_how_to_add_it(folders, tmp_path, capsys):
+    copier, _ = folders
+    model_only = tmp_path / "model-only"
+    shutil.copytree(copier, model_only, ignore=shutil.ignore_patterns("tokenizer*"))
+    message = _error(capsys, [model_only, "Open the file"])
+    assert message == (
+        f"hf-pgen: error: {str(model_only)!r} has no tokenizer files (tokenizer.json, tokenizer_config.json, ...): "
+        f"save the tokenizer next to the model, processor.save_pretrained({str(model_only)!r}) or "
+        f"tokenizer.save_pretrained({str(model_only)!r})"
+    )
+
+
+def test_max_new_tokens_replaces_the_saved_length_without_a_warning(folders, capsys):
+    copier, _ = folders
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_warning()
+    transformers_logging.add_handler(handler)
+    try:
+        assert main(["translate", str(copier), "Open the file", "--max-new-tokens", "3", "-q"]) == 0
+    finally:
+        transformers_logging.remove_handler(handler)
+        transformers_logging.set_verbosity(verbosity)
+    assert [r.getMessage() for r in records if "max_length" in r.getMessage()] == []
+    assert 1 <= len(capsys.readouterr().out.split()) <= 3  # word-level tokens: at most 3 words
+
+
+class _Terminal(io.TextIOWrapper):
+    def isatty(self):
+        return True
+
+
+def test_no_text_reads_the_terminal_and_says_how_to_pass_texts(folders, capsys, monkeypatch):
+    copier, _ = folders
+    monkeypatch.setattr(sys, "stdin", _Terminal(io.BytesIO(b"Open the file\nClose it\n"), encoding="utf-8"))
+    assert main(["translate", str(copier), "--max-new-tokens", "4"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2
+    assert captured.err.splitlines()[0] == (
+        "hf-pgen: no TEXT given, reading standard input: type one text per line, Ctrl-D to end (or pass the texts "
+        f'as arguments, hf-pgen translate {shlex.quote(str(copier))} "TEXT" ..., or a file, < texts.txt)'
+    )
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
@@ -241,6 +292,15 @@ def test_usage_errors_are_one_line(folders, capsys):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.splitlines() == [
         "hf-pgen: error: argument --num-beams: 0 is not positive (see `hf-pgen translate --help`)"
+    ]
+
+
+def test_a_missing_model_is_the_only_required_argument(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["translate"])  # TEXT may be left out (standard input is read): only MODEL is missing
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "hf-pgen: error: the following arguments are required: MODEL (see `hf-pgen translate --help`)"
     ]
 
 

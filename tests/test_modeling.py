@@ -13,6 +13,7 @@ from hf_pgen.modeling_pointer_generator import (
     extended_log_probs,
     first_occurrence,
     gold_log_probs,
+    num_oov_slots,
 )
 
 
@@ -585,6 +586,34 @@ def test_assisted_and_prompt_lookup_decoding_equal_greedy_with_coverage():
         greedy = model.generate(**batch)
         assert torch.equal(model.generate(**batch, assistant_model=assistant), greedy), i
         assert torch.equal(model.generate(**batch, prompt_lookup_num_tokens=3), greedy), i
+
+
+@pytest.mark.parametrize("kind", ["pointer-generator", "plain base"])
+def test_assisted_decoding_over_many_rounds_equals_greedy(kind):
+    """Issue 28 item 10: Transformers 5.25 fed an encoder-decoder assistant its whole decoder prefix again every
+    round, until its positions ran out (IndexError); a plain assistant got `extended_input_ids` and copied ids."""
+    model = wrap("bart", p_gen_bias_init=0.0, coverage=True)
+    assistant = tiny_base("bart", seed=1)
+    if kind == "pointer-generator":
+        assistant = PointerGeneratorForConditionalGeneration.from_base(assistant, unk_token_id=UNK).eval()
+    fed = []  # the decoder inputs of each assistant call
+    assistant.register_forward_pre_hook(
+        lambda module, args, kwargs: fed.append(kwargs["decoder_input_ids"].shape[1]), with_kwargs=True
+    )
+    input_ids, attention_mask, extended = source_batch()
+    copied = False
+    for i in range(3):  # assisted decoding takes one example at a time
+        keep = attention_mask[i].bool()
+        # 40 new tokens: the prefixes fed again would reach past the assistant's 128 positions within a few rounds
+        batch = dict(input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=40)
+        greedy = model.generate(**batch)
+        copied |= bool((greedy >= VOCAB).any())
+        assert torch.equal(model.generate(**batch, assistant_model=assistant), greedy), i
+    assert copied  # a copied id in the prefix too, which a plain assistant cannot embed
+    assert max(fed) <= 2  # each call takes only the new tokens, on top of the assistant's cache
+    # sampling compares the assistant's scores with the model's, which are wider by the copy slots
+    sampled = model.generate(**batch, assistant_model=assistant, do_sample=True)
+    assert sampled.shape[1] > 1 and (sampled < VOCAB + num_oov_slots(batch["extended_input_ids"], VOCAB)).all()
 
 
 def test_prompt_lookup_over_copied_ids():

@@ -111,7 +111,7 @@ class ModelArguments:
     )
     tokenizer_copy_placeholders: bool = field(
         default=False,
-        metadata={"help": "With --train_tokenizer --tokenizer_type wordlevel: keep placeholders (%(name)s, {0}, <b>) "
+        metadata={"help": "With --train_tokenizer --tokenizer_type wordlevel: keep placeholders (%%(name)s, {0}, <b>) "
                           "out of the vocabulary, so that a copy model can only copy them from the source."},
     )
     model_license: str = field(default="apache-2.0", metadata={"help": "Licence written into the model card."})
