@@ -3,9 +3,9 @@
 - Quick start: the block, verbatim, in a Python started outside the repository with PYTHONPATH empty (hf_pgen and
   training/ come from the installed package, as after the README's install line). It must copy the out-of-vocabulary
   words, keep `%(name)s` intact and print whole translations (not cut at 20 tokens).
-- "Pretrained checkpoints" recipes: the shared fine-tune block plus each family's block, with the Hub id replaced by a
-  stand-in folder built from the same model and tokenizer classes (tests/testing_checkpoints.py) and the training
-  shrunk through the block's `NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS` line.
+- docs/recipes.md, "Pretrained checkpoints": the shared fine-tune block plus each family's block, with the Hub id
+  replaced by a stand-in folder built from the same model and tokenizer classes (tests/testing_checkpoints.py) and the
+  training shrunk through the block's `NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS` line.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+RECIPES_PAGE = ROOT / "docs" / "recipes.md"
 
 # The quick start's promises (its `sources` and the comment under them).
 QUICK_START_COPIES = ("Nakamura-Øresund", "Zyxwvut", "Øresund")
@@ -44,15 +45,22 @@ EXPECTED_OOV = {
 BASE_MODEL_TYPE = {"opus-mt": "marian", "t5-small": "t5", "bart-base": "bart", "mbart-50": "mbart"}
 
 
-def readme_section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    assert f"\n## {title}" in text, f"README.md has no '## {title}' section"
+def doc_section(page: Path, title: str) -> str:
+    """The text of the `## <title>...` section of a Markdown page (up to the next `## ` heading)."""
+    text = page.read_text(encoding="utf-8")
+    assert f"\n## {title}" in text, f"{page.relative_to(ROOT)} has no '## {title}' section"
     return text.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
 
 
+def readme_section(title: str) -> str:
+    return doc_section(README, title)
+
+
 def recipe_block(marker: str) -> str:
-    """The ```python block of the 'Pretrained checkpoints' section whose first line is `# recipe: <marker>`."""
-    blocks = re.findall(r"```python\n(# recipe: (\S+)\n.*?)```", readme_section("Pretrained checkpoints"), re.S)
+    """The ```python block of docs/recipes.md's 'Pretrained checkpoints' section whose first line is
+    `# recipe: <marker>`."""
+    blocks = re.findall(r"```python\n(# recipe: (\S+)\n.*?)```", doc_section(RECIPES_PAGE, "Pretrained checkpoints"),
+                        re.S)
     found = [code for code, name in blocks if name == marker]
     assert len(found) == 1, (f"expected one '# recipe: {marker}' block, found {len(found)} "
                              f"(markers: {[n for _, n in blocks]})")
@@ -173,7 +181,7 @@ def test_recipe_runs_against_a_stand_in(name, stand_in, tmp_path, monkeypatch, c
     assert f'"{hub_id}"' not in code  # nothing reaches for the Hub
     monkeypatch.chdir(tmp_path)  # the recipe writes its output folder into the working directory
     namespace: dict = {"__name__": "__readme__"}
-    exec(compile(code, f"README.md recipe {name}", "exec"), namespace)
+    exec(compile(code, f"docs/recipes.md recipe {name}", "exec"), namespace)
     output = capsys.readouterr().out
     lines = output.splitlines()
     tokenizer, processor, batch = namespace["tokenizer"], namespace["processor"], namespace["batch"]
