@@ -105,7 +105,7 @@ def _outside_env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_quick_start_runs_outside_the_repository(tmp_path):
-    code = re.search(r"```python\n(.*?)```", readme_section("Quick start"), re.S).group(1)
+    code = python_blocks(readme_section("Quick start"))[0]
     env, cwd = _outside_env(tmp_path), tmp_path / "cwd"
 
     # Where the packages come from when the quick start runs: the installed (editable) package of THIS checkout.
