@@ -1,16 +1,22 @@
-"""The README's code runs as printed and does what its comments say.
+"""The code blocks of the README and of docs/recipes.md run as printed and do what their comments say.
 
 - Quick start: the block, verbatim, in a Python started outside the repository with PYTHONPATH empty (hf_pgen and
   training/ come from the installed package, as after the README's install line). It must copy the out-of-vocabulary
   words, keep `%(name)s` intact and print whole translations (not cut at 20 tokens).
-- "Pretrained checkpoints" recipes: the shared fine-tune block plus each family's block, with the Hub id replaced by a
-  stand-in folder built from the same model and tokenizer classes (tests/testing_checkpoints.py) and the training
-  shrunk through the block's `NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS` line.
+- docs/recipes.md, "Pretrained checkpoints": the shared fine-tune block plus each family's block, with the Hub id
+  replaced by a stand-in folder built from the same model and tokenizer classes (tests/testing_checkpoints.py) and the
+  training shrunk through the block's `NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS` line.
+- The README's feature sections (wrap, Trainer, save, protect, copy records, command line): one after another in one
+  namespace, as a user pastes them, against the opus-mt stand-in, with the corpus and the training cut small.
+- docs/recipes.md's Trainer example runs in tests/test_trainer.py (which checks the page prints it as is).
+- Every ```python block of these pages is one of the above (`test_every_python_block_is_executed`).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import math
 import os
@@ -18,12 +24,18 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+RECIPES_PAGE = ROOT / "docs" / "recipes.md"
+# Pages with ```python blocks, all of which some test executes; and the pages that must have none (prose and bash).
+CODE_PAGES = (README, RECIPES_PAGE)
+PROSE_PAGES = (ROOT / "docs" / "usage.md", ROOT / "docs" / "main-job" / "README.md", ROOT / "training" / "README.md",
+               ROOT / "benchmarks" / "README.md")
 
 # The quick start's promises (its `sources` and the comment under them).
 QUICK_START_COPIES = ("Nakamura-Øresund", "Zyxwvut", "Øresund")
@@ -44,15 +56,33 @@ EXPECTED_OOV = {
 BASE_MODEL_TYPE = {"opus-mt": "marian", "t5-small": "t5", "bart-base": "bart", "mbart-50": "mbart"}
 
 
-def readme_section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    assert f"\n## {title}" in text, f"README.md has no '## {title}' section"
+def doc_section(page: Path, title: str) -> str:
+    """The text of the `## <title>...` section of a Markdown page (up to the next `## ` heading)."""
+    text = page.read_text(encoding="utf-8")
+    assert f"\n## {title}" in text, f"{page.relative_to(ROOT)} has no '## {title}' section"
     return text.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
 
 
+def readme_section(title: str) -> str:
+    return doc_section(README, title)
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def section_block(page: Path, title: str, language: str = "python") -> str:
+    """The one ```<language> block of a page's `## <title>` section."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", doc_section(page, title), re.S)
+    assert len(blocks) == 1, f"{page.relative_to(ROOT)} '## {title}': {len(blocks)} {language} blocks, not one"
+    return blocks[0]
+
+
 def recipe_block(marker: str) -> str:
-    """The ```python block of the 'Pretrained checkpoints' section whose first line is `# recipe: <marker>`."""
-    blocks = re.findall(r"```python\n(# recipe: (\S+)\n.*?)```", readme_section("Pretrained checkpoints"), re.S)
+    """The ```python block of docs/recipes.md's 'Pretrained checkpoints' section whose first line is
+    `# recipe: <marker>`."""
+    blocks = re.findall(r"```python\n(# recipe: (\S+)\n.*?)```", doc_section(RECIPES_PAGE, "Pretrained checkpoints"),
+                        re.S)
     found = [code for code, name in blocks if name == marker]
     assert len(found) == 1, (f"expected one '# recipe: {marker}' block, found {len(found)} "
                              f"(markers: {[n for _, n in blocks]})")
@@ -75,7 +105,7 @@ def _outside_env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_quick_start_runs_outside_the_repository(tmp_path):
-    code = re.search(r"```python\n(.*?)```", readme_section("Quick start"), re.S).group(1)
+    code = python_blocks(readme_section("Quick start"))[0]
     env, cwd = _outside_env(tmp_path), tmp_path / "cwd"
 
     # Where the packages come from when the quick start runs: the installed (editable) package of THIS checkout.
@@ -173,7 +203,7 @@ def test_recipe_runs_against_a_stand_in(name, stand_in, tmp_path, monkeypatch, c
     assert f'"{hub_id}"' not in code  # nothing reaches for the Hub
     monkeypatch.chdir(tmp_path)  # the recipe writes its output folder into the working directory
     namespace: dict = {"__name__": "__readme__"}
-    exec(compile(code, f"README.md recipe {name}", "exec"), namespace)
+    exec(compile(code, f"docs/recipes.md recipe {name}", "exec"), namespace)
     output = capsys.readouterr().out
     lines = output.splitlines()
     tokenizer, processor, batch = namespace["tokenizer"], namespace["processor"], namespace["batch"]
@@ -221,3 +251,177 @@ def test_recipe_runs_against_a_stand_in(name, stand_in, tmp_path, monkeypatch, c
         if ids[0] == translator.model.generation_config.decoder_start_token_id:
             ids = ids[1:]
         assert ids[0] == de, ids[:4]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The README's feature sections, one after another, against the opus-mt stand-in
+# ---------------------------------------------------------------------------------------------------------------------
+
+# The sections whose python blocks continue one another (a user pasting them in order), and the command line after.
+WALKTHROUGH = ("Wrap a pretrained model", "Fine-tune with the Trainer", "Save, share, serve",
+               "Guaranteed copies: `protect=`", "See what was copied")
+CLI_SECTION = "Command line"
+WALKTHROUGH_HUB_ID = "Helsinki-NLP/opus-mt-en-de"
+SAVED = "opus-mt-en-de-pg"  # the folder the save block writes and the command line reads
+# The Trainer block at test size (each must occur: a changed block must not train 500 steps here unnoticed).
+TRAINER_AT_TEST_SIZE = {"max_steps=500": "max_steps=4", 'data["validation"].select(range(200))':
+                        'data["validation"].select(range(8))'}
+PLACEHOLDER_TEXT = "Delete %(count)d files from {folder}?"
+
+
+@pytest.fixture(scope="module")
+def walkthrough(stand_in, tmp_path_factory):
+    """Run the WALKTHROUGH blocks in order in one namespace, in a fresh working directory; the corpus loader returns
+    64 training and 8 validation rows. Returns (namespace, stdout per section, working directory, what the wrapped
+    model and its untouched base generated right after the first block)."""
+    import training.data
+    from datasets import DatasetDict
+
+    folder = stand_in("opus-mt")
+    cwd = tmp_path_factory.mktemp("walkthrough")
+    full_corpus = training.data.load_en_de_messages
+
+    def small_corpus(split=None):
+        assert split is None, "the README's Trainer block loads the whole DatasetDict"
+        corpus = full_corpus()
+        return DatasetDict(train=corpus["train"].select(range(64)), validation=corpus["validation"].select(range(8)))
+
+    namespace: dict = {"__name__": "__readme__"}
+    outputs: dict[str, str] = {}
+    right_after_wrapping: dict = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with contextlib.chdir(cwd), mock.patch.object(training.data, "load_en_de_messages", small_corpus):
+            for title in WALKTHROUGH:
+                code = section_block(README, title).replace(f'"{WALKTHROUGH_HUB_ID}"', repr(str(folder)))
+                if title == "Fine-tune with the Trainer":
+                    for printed, small in TRAINER_AT_TEST_SIZE.items():
+                        assert printed in code, f"the Trainer block no longer holds {printed!r}: update the test"
+                        code = code.replace(printed, small)
+                assert WALKTHROUGH_HUB_ID not in code  # nothing reaches for the Hub
+                stdout = io.StringIO()
+                with contextlib.redirect_stdout(stdout):
+                    exec(compile(code, f"README.md: {title}", "exec"), namespace)
+                outputs[title] = stdout.getvalue()
+                if title == "Wrap a pretrained model":  # the claim under the block: it translates as the base
+                    batch = namespace["batch"]
+                    right_after_wrapping["oov_words"] = batch["oov_words"]
+                    right_after_wrapping["model"] = namespace["ids"].tolist()
+                    right_after_wrapping["base"] = namespace["base"].generate(
+                        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=4).tolist()
+    finally:
+        torch.set_num_threads(threads)
+    return namespace, outputs, cwd, right_after_wrapping
+
+
+def _printed(output: str) -> list:
+    """Every stdout line that is a Python literal, evaluated."""
+    values = []
+    for line in output.splitlines():
+        with contextlib.suppress(ValueError, SyntaxError):
+            values.append(ast.literal_eval(line))
+    return values
+
+
+def test_wrap_block_marks_what_only_copying_brings_back(walkthrough, stand_in):
+    from transformers import AutoConfig
+
+    namespace, outputs, _, right_after_wrapping = walkthrough
+    processor = namespace["processor"]
+    assert processor.vocab_size == AutoConfig.from_pretrained(stand_in("opus-mt")).vocab_size
+    oov, decoded = _printed(outputs["Wrap a pretrained model"])
+    assert oov == right_after_wrapping["oov_words"] == EXPECTED_OOV["opus-mt"]  # the stand-in lacks 🗑️ { } é Ø
+    assert isinstance(decoded, list) and len(decoded) == 1 and isinstance(decoded[0], str)
+    # "right after wrapping the model translates exactly as the base"
+    assert right_after_wrapping["model"] == right_after_wrapping["base"]
+
+
+def test_trainer_block_trains_and_scores_with_the_copies(walkthrough):
+    namespace, outputs, cwd, _ = walkthrough
+    metrics = _metrics_line(outputs["Fine-tune with the Trainer"])
+    for key in ("eval_loss", "eval_bleu", "eval_chrf", "eval_placeholder_preservation", "eval_gen_len"):
+        assert key in metrics and math.isfinite(metrics[key]), (key, metrics)
+    assert namespace["trainer"].state.global_step == 4
+
+
+def test_save_block_writes_a_folder_the_pipeline_serves(walkthrough):
+    from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorText2TextPipeline
+
+    namespace, outputs, cwd, _ = walkthrough
+    config = json.loads((cwd / SAVED / "config.json").read_text())
+    assert config["model_type"] == "pointer_generator" and config["base_config"]["model_type"] == "marian"
+    assert (cwd / SAVED / "modeling_pointer_generator.py").exists()  # the code travels with the weights
+    translator = namespace["translator"]
+    assert isinstance(translator, PointerGeneratorText2TextPipeline)
+    assert isinstance(translator.model, PointerGeneratorForConditionalGeneration)
+    (results,) = _printed(outputs["Save, share, serve"])
+    assert len(results) == 2 and all(isinstance(result["translation_text"], str) for result in results)
+
+
+def test_protect_block_keeps_each_span_exactly_as_often_as_its_source(walkthrough):
+    namespace, outputs, _, _ = walkthrough
+    texts = namespace["texts"]
+    assert texts[0] == PLACEHOLDER_TEXT
+    placeholders, literal, generated = _printed(outputs["Guaranteed copies: `protect=`"])
+    translations = [result["translation_text"] for result in placeholders]
+    for output in (translations[0], generated[0]):
+        assert output.count("%(count)d") == 1 and output.count("{folder}") == 1, output
+    assert literal[1]["translation_text"].count("Nakamura-Øresund") == 1, literal
+
+
+def test_copy_records_block(walkthrough):
+    namespace, outputs, cwd, _ = walkthrough
+    token, shapes = _printed(outputs["See what was copied"])[0], outputs["See what was copied"].splitlines()[-1]
+    assert {"text", "p_gen", "copy_share", "source_span"} <= set(token)
+    records = namespace["records"]
+    assert len(records) == len(namespace["texts"])
+    assert (cwd / "copies.html").stat().st_size > 0 and (cwd / "copies.png").stat().st_size > 0
+    out = namespace["out"]
+    rows, steps = out.sequences.shape[0], out.p_gen.shape[1]
+    assert out.p_gen.shape == out.copy_shares.shape == out.pointer_attentions.shape[:2] == (rows, steps)
+    assert shapes == f"{out.p_gen.shape} {out.copy_shares.shape} {out.pointer_attentions.shape}"
+
+
+def test_command_line_block(walkthrough):
+    """The bash block as printed, with `hf-pgen` this checkout's command line, in the folder the save block wrote."""
+    _, _, cwd, _ = walkthrough
+    code = section_block(README, CLI_SECTION, "bash")
+    assert code.count("hf-pgen translate " + SAVED) == 2
+    (cwd / "copies.html").unlink(missing_ok=True)  # the copy-records block wrote one: --explain must write it again
+    shell = f'hf-pgen() {{ {sys.executable} -m hf_pgen.cli "$@"; }}\nset -eo pipefail\n{code}'
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(["bash", "-c", shell], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(result.stdout.splitlines()) == 2  # "a line per text"
+    records = [json.loads(line) for line in (cwd / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [record["source"] for record in records] == ["Open Zyxwvut now", "Delete %(name)s?"]
+    assert "%(name)s" in "".join(token["text"] for token in records[1]["tokens"])  # --protect placeholders
+    assert (cwd / "copies.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")  # --explain
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Every python block is executed by one of the tests above
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def executed_blocks() -> list[tuple[str, str]]:
+    """(where, code) of every block these tests (and test_trainer's docs/recipes.md example) execute."""
+    blocks = [("README.md: Quick start", python_blocks(readme_section("Quick start"))[0])]
+    blocks += [(f"README.md: {title}", section_block(README, title)) for title in WALKTHROUGH]
+    blocks.append((f"README.md: {CLI_SECTION} (bash)", section_block(README, CLI_SECTION, "bash")))
+    blocks += [(f"docs/recipes.md: recipe {name}", recipe_block(name)) for name in ("fine-tune", *RECIPES)]
+    blocks.append(("docs/recipes.md: Fine-tune with the Trainer (tests/test_trainer.py)",
+                   section_block(RECIPES_PAGE, "Fine-tune with the Trainer")))
+    return blocks
+
+
+def test_every_python_block_is_executed():
+    executed = {code for _, code in executed_blocks()}
+    for page in CODE_PAGES:
+        missed = [code[:80] for code in python_blocks(page.read_text(encoding="utf-8")) if code not in executed]
+        assert not missed, f"{page.relative_to(ROOT)} has python blocks no test executes: {missed}"
+    for page in PROSE_PAGES:
+        assert not python_blocks(page.read_text(encoding="utf-8")), (
+            f"{page.relative_to(ROOT)} has a python block: execute it here (CODE_PAGES) or move it to a tested page")
+    assert len(executed_blocks()) == len(executed) == 13, [where for where, _ in executed_blocks()]

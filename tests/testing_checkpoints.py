@@ -1,4 +1,4 @@
-"""Offline stand-ins for the pretrained checkpoints the README's recipes use, built with the SAME classes.
+"""Offline stand-ins for the pretrained checkpoints docs/recipes.md and the README use, built with the SAME classes.
 
 No Hub here. Each helper writes a folder laid out like the Hub checkpoint, with that checkpoint's model class and its
 real tokenizer class, a vocabulary trained on the embedded corpus (English and German), and a tiny random model, so
@@ -148,8 +148,9 @@ def mbart50_checkpoint(folder: str | Path) -> Path:
     return _save(folder, model, tokenizer)
 
 
-# README recipe marker -> (the Hub id it names, the helper that builds the stand-in). Marian with character_coverage
-# 0.9995, as the others: testing_tokenizers' default of 0.98 also leaves letters such as `H` and `?` out.
+# docs/recipes.md recipe marker -> (the Hub id it names, the helper that builds the stand-in). Marian with
+# character_coverage 0.9995, as the others: testing_tokenizers' default of 0.98 also leaves letters such as `H` and `?`
+# out.
 CHECKPOINTS = {
     "opus-mt": ("Helsinki-NLP/opus-mt-en-de", functools.partial(marian_checkpoint, character_coverage=0.9995)),
     "t5-small": ("t5-small", t5_checkpoint),
@@ -159,5 +160,5 @@ CHECKPOINTS = {
 
 
 def build_checkpoint(name: str, folder: str | Path) -> Path:
-    """Write the stand-in for README recipe `name` (a key of `CHECKPOINTS`) into `folder`."""
+    """Write the stand-in for recipe `name` (a key of `CHECKPOINTS`) into `folder`."""
     return Path(CHECKPOINTS[name][1](folder))
