@@ -41,8 +41,8 @@ _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "
 _COPY_MASS_FLOOR = 1e-30
 
 # Keys of an encoded batch (hf_pgen's processor / encode_with_oovs) that are for decoding, not for the model:
-# generate() drops them so that `model.generate(**batch)` just works.
-_DECODING_ONLY_KEYS = ("oov_words", "num_truncated_tokens")
+# forward() and generate() drop them so that `model(**batch)` and `model.generate(**batch)` just work.
+_DECODING_ONLY_KEYS = ("oov_words", "oov_spacing", "num_truncated_tokens")
 
 # Longest source assumed for bases without position limits (T5): it fixes the width of evaluation logits.
 _DEFAULT_MAX_SOURCE_POSITIONS = 512
@@ -942,10 +942,14 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             output_pointer: also return `p_gen` (B, T) and `pointer_attentions` (B, T, S).
             num_items_in_batch: set by the Trainer: the loss becomes the summed NLL divided by it, which keeps gradient
                 accumulation exact.
+            kwargs: go to the base model, except a processor batch's decoding-only keys (`oov_words`, `oov_spacing`,
+                `num_truncated_tokens`), which are dropped.
         Returns:
             `logits` (B, T, V + N): log-probabilities of the final distribution (N = extended slots in the batch).
             When training with labels they are not built (None): the loss only needs the gold ids.
         """
+        for key in _DECODING_ONLY_KEYS:  # a processor batch goes in as is, as for generate()
+            kwargs.pop(key, None)
         config = self.config
         return_dict = return_dict if return_dict is not None else config.return_dict
         output_attentions = output_attentions if output_attentions is not None else config.output_attentions
@@ -1225,8 +1229,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """`GenerationMixin.generate`, with the source's extended ids passed to every step.
 
         Accepts a batch from `PointerGeneratorProcessor` / `encode_with_oovs` as is (`generate(**batch)`): the keys
-        only needed for decoding (`oov_words`, `num_truncated_tokens`) are dropped. Rows never emit a slot their own
-        source lacks: the mixture gives it probability 0 (-inf) and every logits processor keeps -inf at -inf.
+        only needed for decoding (`oov_words`, `oov_spacing`, `num_truncated_tokens`) are dropped. Rows never emit a
+        slot their own source lacks: the mixture gives it probability 0 (-inf) and every logits processor keeps -inf
+        at -inf.
 
         `oov_copy_limit=True` (or `generation_config.oov_copy_limit = True`, saved with the model) keeps each
         out-of-vocabulary source word to as many occurrences as its source has (`OOVCopyLimitLogitsProcessor`).

@@ -252,10 +252,10 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if return_copy_info:
             protection["return_offsets_mapping"] = True
         if truncation is False:
-            encoding, table = self._encode(source, truncation=False, **protection)
+            encoding, table, spacing = self._encode(source, truncation=False, **protection)
         else:
             limit = self._max_source_length()
-            encoding, table = self._encode(
+            encoding, table, spacing = self._encode(
                 source, truncation=True if truncation is None else truncation, max_length=limit,
                 return_num_truncated_tokens=True, **protection,
             )
@@ -269,6 +269,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         keys = ("input_ids", "attention_mask", "extended_input_ids")
         model_inputs = {key: encoding[key] for key in keys if key in encoding}  # (1, S) each
         model_inputs["oov_words"] = table  # a tuple: batching gathers one per example (see _one_table_per_example)
+        model_inputs["oov_spacing"] = spacing  # the same
         model_inputs["is_blank"] = torch.tensor([not text.strip()])
         if protect is not None:
             model_inputs[PROTECTED_SPANS_KEY] = encoding[PROTECTED_SPANS_KEY][0]  # a dict: batching makes a list
@@ -304,6 +305,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         outputs = {
             "output_ids": output_ids.reshape(batch_size, per_source, -1),  # (B, k, L)
             "oov_words": _one_table_per_example(model_inputs["oov_words"]),
+            "oov_spacing": _one_table_per_example(model_inputs["oov_spacing"]),
             "is_blank": model_inputs["is_blank"],  # (B,)
         }
         if generate_kwargs.get("output_copy_info"):
@@ -326,8 +328,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     ) -> list[dict[str, Any]]:
         output_ids = model_outputs["output_ids"][0]  # (k, L): one input's num_return_sequences outputs
         # Unbatched from a batch, the entry is this input's table (a tuple); from a batch of one, a list of one table.
-        tables = model_outputs["oov_words"]
+        tables, spacings = model_outputs["oov_words"], model_outputs["oov_spacing"]
         table = list(tables if isinstance(tables, tuple) else tables[0])
+        spacing = list(spacings if isinstance(spacings, tuple) else spacings[0])
         if return_text is None:
             return_text = not return_tensors  # v4: return_tensors=True alone gives the ids only
         texts = [None] * output_ids.shape[0]
@@ -335,7 +338,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if bool(model_outputs["is_blank"].reshape(-1)[0]):
                 texts = [""] * output_ids.shape[0]  # nothing to translate: no hallucinated output
             else:
-                texts = self._decode(output_ids, table, clean_up_tokenization_spaces)
+                texts = self._decode(output_ids, table, spacing, clean_up_tokenization_spaces)
         records = []
         for j, (ids, text) in enumerate(zip(output_ids, texts)):
             record = {}
@@ -344,7 +347,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if return_tensors:
                 record[f"{self.return_name}_token_ids"] = ids
             if return_copy_info:
-                record.update(self._copy_record(model_outputs, j, ids, table, clean_up_tokenization_spaces))
+                record.update(self._copy_record(model_outputs, j, ids, table, spacing, clean_up_tokenization_spaces))
             records.append(record)
         return records
 
@@ -369,7 +372,13 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         return {"source": text, "source_tokens": tokens, "protected_spans": spans}
 
     def _copy_record(
-        self, model_outputs: dict[str, Any], j: int, ids: torch.Tensor, table: list[str], clean_up: bool
+        self,
+        model_outputs: dict[str, Any],
+        j: int,
+        ids: torch.Tensor,
+        table: list[str],
+        spacing: list[dict[str, Any]],
+        clean_up: bool,
     ) -> dict[str, Any]:
         """The copy record of output `j` of this input (see the class docstring)."""
         source = model_outputs["copy_source"]  # unbatched from a batch: this input's dict; from a batch of one: [dict]
@@ -388,7 +397,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if token_id in special:
                 continue
             # Each token's text is what it adds to the decoded prefix, so the texts join to the translation.
-            text = self._processor.decode(generated[: t + 1], table, clean_up_tokenization_spaces=clean_up)
+            text = self._processor.decode(
+                generated[: t + 1], table, clean_up_tokenization_spaces=clean_up, oov_spacing=spacing
+            )
             common = len(previous) if text.startswith(previous) else _trim_to_common_prefix(tokens, previous, text)
             share = float(shares[t])
             span = None
@@ -406,27 +417,29 @@ class PointerGeneratorText2TextPipeline(Pipeline):
 
     # -- encoding and decoding -------------------------------------------------------------------------------------
 
-    def _encode(self, source: str, **kwargs) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """Encode one source; returns (1, S) tensors and its OOV table (empty for a model that cannot copy).
+    def _encode(self, source: str, **kwargs) -> tuple[dict[str, Any], tuple[str, ...], tuple[dict[str, Any], ...]]:
+        """Encode one source; returns (1, S) tensors, its OOV table and the table's spacing records (both empty for a
+        model that cannot copy).
 
         The ids are the tokenizer's own (`tokenizer([source])`), for a plain base too, so it translates as in v4.
         """
         encoding = self._processor([source], return_tensors="pt", **kwargs)
         if not self._copies:
             del encoding["extended_input_ids"]
-            return encoding, ()
-        return encoding, tuple(encoding["oov_words"][0])
+            return encoding, (), ()
+        return encoding, tuple(encoding["oov_words"][0]), tuple(encoding["oov_spacing"][0])
 
-    def _decode(self, output_ids: torch.Tensor, table: list[str], clean_up_tokenization_spaces: bool) -> list[str]:
-        """Decode (k, L) outputs of one input; its table serves all k."""
+    def _decode(
+        self, output_ids: torch.Tensor, table: list[str], spacing: list[dict[str, Any]], clean_up: bool
+    ) -> list[str]:
+        """Decode (k, L) outputs of one input; its table (and its spacing records) serve all k."""
         if self._copies:
             return self._processor.batch_decode(
-                output_ids, [table], skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
+                output_ids, [table], skip_special_tokens=True, clean_up_tokenization_spaces=clean_up,
+                oov_spacing=[spacing],
             )
         # A plain base decodes exactly as v4's pipeline did.
-        return self.tokenizer.batch_decode(
-            output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
-        )
+        return self.tokenizer.batch_decode(output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up)
 
     # -- helpers ---------------------------------------------------------------------------------------------------
 
@@ -568,8 +581,8 @@ def _mark_protected(tokens: list[dict[str, Any]], translation: str, span_texts: 
         position = end
 
 
-def _one_table_per_example(oov_words) -> list[tuple[str, ...]]:
-    """Unbatched, preprocess's table (a tuple) arrives as is; batched, as a list of tables."""
+def _one_table_per_example(oov_words) -> list[tuple[Any, ...]]:
+    """Unbatched, preprocess's table (a tuple; its spacing records too) arrives as is; batched, as a list of tables."""
     return [oov_words] if isinstance(oov_words, tuple) else list(oov_words)
 
 

@@ -656,12 +656,17 @@ def test_generate_checks_extended_ids_and_takes_encoded_batches():
     with pytest.raises(ValueError, match="same source positions"):
         model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended[:, :5],
                        max_new_tokens=3)
-    # A batch as the encode side returns it (with its decoding-only keys) goes straight in.
+    # A batch as the encode side returns it (with its decoding-only keys) goes straight in, to forward() too.
+    spacing = {"spaced_after": "", "glued_after": ".", "ends_word": True}
     batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                 oov_words=[[], ["x"], ["y", "z"]], num_truncated_tokens=[0, 0, 0])
+                 oov_words=[[], ["x"], ["y", "z"]], oov_spacing=[[], [spacing], [spacing, spacing]],
+                 num_truncated_tokens=[0, 0, 0])
     plain = model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
                            max_new_tokens=4)
     assert torch.equal(model.generate(**batch, max_new_tokens=4), plain)
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
+                   decoder_input_ids=input_ids[:, :2]).logits
+    torch.testing.assert_close(model(**batch, decoder_input_ids=input_ids[:, :2]).logits, logits)
 
 
 def test_forward_honours_config_output_flags():

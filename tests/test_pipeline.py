@@ -215,6 +215,13 @@ def test_each_input_copies_its_own_words_in_any_batch(translator, batch_size):
     assert "<unk>" not in " ".join(batched)
 
 
+def test_copies_are_spaced_as_in_the_source_in_any_batch(translator):
+    """The word-level unknown token swallows the space before "3": each input's `oov_spacing` records travel with its
+    table through batching, so "v2.3" is not written "v2. 3"."""
+    texts = ["Update to v2.3 now", "Open the file.3 now", "Open the file. Nakamura now"]
+    assert _texts(translator(texts, batch_size=2)) == _texts(translator(texts)) == texts
+
+
 def test_blank_and_unusual_inputs(translator):
     inputs = ["", "   ", "Open Nakamura now", "emoji 😀 and \x07 bell", "Schriften 日本語 Ελληνικά"]
     outputs = _texts(translator(inputs, batch_size=4))

@@ -561,7 +561,9 @@ def test_bpe_end_of_word_suffix_keeps_the_space_after_a_copy():
     for text in ("Cafe\u0301 vs cafe", "Zaz\u0307 ok", "na\u0308ive or Cafe\u0301s"):
         enc = encode_with_oovs(tok, text, vocab_size=V)
         assert enc["oov_words"], text
-        assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text  # 'Cafévs'
+        decoded = decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V,
+                                   oov_spacing=enc["oov_spacing"])
+        assert decoded == text  # 'Cafévs'
 
 
 def test_wordpiece_copied_punctuation_gets_the_decoders_cleanup():
@@ -770,25 +772,57 @@ def test_no_decoder_tokenizer_keeps_copied_words_whole(toks):
 
 @pytest.mark.parametrize("family", METASPACE_WORD_FAMILIES)
 def test_metaspace_copy_after_a_full_stop_keeps_the_sources_spacing(family):
-    """The unknown token swallows the "▁", so the ids cannot say whether "v2.W" had a space after the ".": the table
-    remembers how the source spaced the word, per character it followed ("file.W" came back as "file. W", so
-    "v2.3" with "3" unknown as "v2. 3")."""
-    import pickle
-
+    """The unknown token swallows the "▁", so the ids cannot say whether "v2.W" had a space after the ".":
+    `oov_spacing` records how the source spaced the word, per character it followed ("file.W" came back as
+    "file. W", so "v2.3" with "3" unknown as "v2. 3")."""
     tok = _build(family)
     word, _ = OOV_PAIRS[family]
     V = len(tok)
     for text in (f"the file.{word} is the file", f"the file. {word} is the file"):
         enc = encode_with_oovs(tok, text, vocab_size=V)
         assert enc["oov_words"] == [word]
-        assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text
+        spacing = enc["oov_spacing"]
+        decoded = decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V, oov_spacing=spacing)
+        assert decoded == text
     # Elsewhere the output's context decides (the source had the word after ".", the output after "the")
     the = tok.convert_tokens_to_ids("▁the")
-    assert decode_with_oovs(tok, [the, V], enc["oov_words"], vocab_size=V) == f"the {word}"
-    # A table that lost it (JSON, Arrow: plain strings) decodes by the context alone: a space after "."
+    assert decode_with_oovs(tok, [the, V], enc["oov_words"], vocab_size=V, oov_spacing=spacing) == f"the {word}"
+    # Without the records (an older table: words only), the context alone: a space after "."
     glued = encode_with_oovs(tok, f"the file.{word} is the file", vocab_size=V)
-    plain = json.loads(json.dumps(glued["oov_words"]))
-    assert decode_with_oovs(tok, glued["extended_input_ids"], plain, vocab_size=V) == f"the file. {word} is the file"
-    # ... and keeps it through pickling (DataLoader workers)
-    kept = pickle.loads(pickle.dumps(glued["oov_words"]))
-    assert decode_with_oovs(tok, glued["extended_input_ids"], kept, vocab_size=V) == f"the file.{word} is the file"
+    assert decode_with_oovs(tok, glued["extended_input_ids"], glued["oov_words"], vocab_size=V) == (
+        f"the file. {word} is the file"
+    )
+
+
+@pytest.mark.parametrize("family", METASPACE_WORD_FAMILIES)
+def test_spacing_survives_dataset_map_and_json(family):
+    """Issue 28 item 9: the spacing lived in a str subclass that Arrow and JSON drop, so after `Dataset.map` (the
+    Trainer's path) "v2.3" with "3" unknown decoded as "v2. 3". `oov_spacing` is plain data: both keep it."""
+    from datasets import Dataset
+
+    tok = _build(family)
+    V = len(tok)
+    texts = ["Update to v2.3 now", "the file. 3 is", "Open it"]
+    mapped = Dataset.from_dict({"text": texts}).map(
+        lambda batch: encode_with_oovs(tok, batch["text"], vocab_size=V), batched=True
+    )
+    assert "3" in mapped[0]["oov_words"] and "3" in mapped[1]["oov_words"]
+    keys = ("extended_input_ids", "oov_words", "oov_spacing")
+    in_memory = encode_with_oovs(tok, texts, vocab_size=V)
+    from_json = json.loads(json.dumps({key: in_memory[key] for key in keys}))
+    for columns in ({key: mapped[key] for key in keys}, from_json):
+        decoded = batch_decode_with_oovs(tok, columns["extended_input_ids"], columns["oov_words"], vocab_size=V,
+                                         oov_spacing_per_example=columns["oov_spacing"])
+        assert decoded == texts
+        one = decode_with_oovs(tok, columns["extended_input_ids"][0], columns["oov_words"][0], vocab_size=V,
+                               oov_spacing=columns["oov_spacing"][0])
+        assert one == "Update to v2.3 now"
+    # oov_words alone still decode, by the output's context (as before the records existed)
+    assert batch_decode_with_oovs(tok, mapped["extended_input_ids"], mapped["oov_words"], vocab_size=V)[0] == (
+        "Update to v2. 3 now"
+    )
+    with pytest.raises(ValueError, match="oov_spacing has 0 record"):
+        decode_with_oovs(tok, mapped["extended_input_ids"][0], mapped["oov_words"][0], vocab_size=V, oov_spacing=[])
+    with pytest.raises(TypeError, match=r"batch\['oov_spacing'\]\[i\]"):
+        decode_with_oovs(tok, mapped["extended_input_ids"][0], mapped["oov_words"][0], vocab_size=V,
+                         oov_spacing=mapped["oov_spacing"])
