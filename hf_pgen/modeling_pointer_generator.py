@@ -936,7 +936,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         r"""
         Args:
             input_ids (B, S): source ids in the base vocabulary (unknown words as the unknown token).
-            extended_input_ids (B, S): the same ids, except that out-of-vocabulary words carry `vocab_size + k`.
+            extended_input_ids (B, S): the same ids, except that out-of-vocabulary words carry `vocab_size + k` (and
+                the other pieces of a character whose slot spells it whole, the unknown token).
                 Defaults to `input_ids` (nothing out of vocabulary).
             labels (B, T): target ids in the extended vocabulary; -100 is ignored.
             output_pointer: also return `p_gen` (B, T) and `pointer_attentions` (B, T, S).
@@ -1199,12 +1200,17 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 "hf_pgen.encode_with_oovs."
             )
         mismatch = (extended_input_ids < vocab_size) & (extended_input_ids != input_ids)
+        if self.config.unk_token_id is not None:
+            # A piece whose text an OOV slot at another position spells whole (one character that a slow SentencePiece
+            # normalizer expanded into several pieces, "½" -> "1" "⁄" "2") copies as the unknown token: nothing.
+            mismatch &= extended_input_ids != self.config.unk_token_id
         if mismatch.any():
             row, col = mismatch.nonzero()[0].tolist()
             raise ValueError(
                 f"extended_input_ids[{row}, {col}] = {int(extended_input_ids[row, col])} is below vocab_size "
                 f"({vocab_size}) but input_ids there is {int(input_ids[row, col])}: below vocab_size both must hold the "
-                "same id; only out-of-vocabulary words take extended ids (>= vocab_size)."
+                "same id (or extended_input_ids the unknown token); only out-of-vocabulary words take extended ids "
+                "(>= vocab_size). Build both with hf_pgen.encode_with_oovs."
             )
 
     def _check_labels(self, labels, source_ids):

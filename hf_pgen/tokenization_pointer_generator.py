@@ -10,7 +10,8 @@ appearance in *that* example; the model can then copy them by pointing, and gene
 
 Tokenizers: any fast (🤗 tokenizers) tokenizer, and the slow SentencePiece tokenizers that Transformers 5
 still ships without a fast twin (``MarianTokenizer``, ``M2M100Tokenizer``): their OOV surfaces come from
-SentencePiece's own piece offsets, and the ids are always the tokenizer's own (``tokenizer(text)``).
+SentencePiece's own piece offsets (and its normalizer's, for characters NFKC expands into several pieces), and the
+ids are always the tokenizer's own (``tokenizer(text)``).
 
 What an OOV word's text is: the source characters its unknown token covers, without the whitespace a
 pre-tokenizer folded into it (Metaspace turns " Zyxwvut" into "▁Zyxwvut"), and with the combining marks /
@@ -31,7 +32,7 @@ import json
 import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from transformers import BatchEncoding, PreTrainedTokenizerBase
@@ -185,9 +186,14 @@ class _Slot:
         # carries no suffix.
         self.ends_word: bool | None = None
         self._ends_seen = False
+        # Whether every occurrence's word-start marker went into another piece of the same character (slow
+        # SentencePiece: " ǅ" is "▁D" + unknown "ž", and the "▁D" position copies as nothing, see _expansion_groups)
+        self.starts_word: bool | None = None
 
-    def note(self, text: str, start: int) -> None:
-        """Record the occurrence of the word in ``text`` whose token starts at ``start`` (whitespace folded in)."""
+    def note(self, text: str, start: int, starts_word: bool = False) -> None:
+        """Record the occurrence of the word in ``text`` whose token starts at ``start`` (whitespace folded in);
+        ``starts_word``: its word-start marker went into a piece that copies as nothing."""
+        self.starts_word = starts_word if self.starts_word is None else self.starts_word and starts_word
         while start < len(text) and text[start].isspace():
             start += 1
         if text.startswith(self.text, start):
@@ -209,12 +215,15 @@ class _Slot:
         - ``spaced_after``: the characters after which the source had whitespace before the word;
         - ``glued_after``: the characters right after which it stood (a character in neither: no occurrence after
           it, or occurrences that disagree);
-        - ``ends_word``: whether whitespace or the end of the text followed every occurrence (None: they disagree).
+        - ``ends_word``: whether whitespace or the end of the text followed every occurrence (None: they disagree);
+        - ``starts_word`` (slow SentencePiece tokenizers): the copy brings the space before it, because the "▁" of
+          every occurrence went into a piece of the same character that copies as nothing (" ǅ": "▁D" + "ž").
         """
         return {
             "spaced_after": "".join(c for c, spaced in self.spaced_after.items() if spaced is True),
             "glued_after": "".join(c for c, spaced in self.spaced_after.items() if spaced is False),
             "ends_word": self.ends_word,
+            "starts_word": bool(self.starts_word),
         }
 
 
@@ -227,12 +236,15 @@ def _extend_row(
     table: dict[str, int],
     slots: list[_Slot],
     grow: bool,
+    expansions: dict[int, _Expansion] | None = None,
 ) -> list[int]:
     """Copy of ``ids`` where unknown tokens carry ``vocab_size + slot``.
 
     ``table`` maps a surface's match key -> slot and ``slots[slot]`` holds its source text. With ``grow`` new
     surfaces get new slots (source side); without it, unknown surfaces absent from the table keep the unknown id
     (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
+    ``expansions`` (slow SentencePiece, see :func:`_expansion_groups`): when the unknown token at ``i`` gets a slot,
+    the other pieces of its character, ``expansions[i].others``, get the unknown id: the slot holds their text.
     """
     out = list(ids)
     if unk_id is None or offsets is None:
@@ -253,9 +265,12 @@ def _extend_row(
                 continue
             slot = table[key] = len(slots)
             slots.append(_Slot(surface))
+        expansion = expansions.get(i) if expansions else None
         if grow:
-            slots[slot].note(text, offsets[i][0])
+            slots[slot].note(text, offsets[i][0], starts_word=expansion is not None and expansion.starts_word)
         out[i] = vocab_size + slot
+        for j in expansion.others if expansion is not None else ():
+            out[j] = unk_id  # a copy of it would repeat part of the character the slot spells whole
     return out
 
 
@@ -269,6 +284,70 @@ def _sentencepiece_pieces(processor: Any, text: str) -> list[tuple[str, int, int
         pass
     proto = processor.encode(text, out_type="immutable_proto")  # sentencepiece 0.1.99 - 0.2.0: unicode spans
     return [(p.piece, p.begin, p.end) for p in proto.pieces]
+
+
+def _expansion_links(processor: Any, text: str, pieces: list[tuple[str, int, int]]) -> list[bool]:
+    """``links[k]``: pieces ``k`` and ``k + 1`` both hold characters that the normalizer made of one source character.
+
+    NFKC expands some characters into several, and SentencePiece may cut them apart: "½" -> "1" "⁄" "2", "ǅ" -> "▁D"
+    "ž" (a "▁" before it joins the first part), "℃" -> "30°" "C" (the first part joins what precedes it). Its spans
+    give the whole character to the last piece; the normalizer's own offsets say which pieces share it. All False
+    when they cannot be read (sentencepiece < 0.2.0, byte-fallback pieces).
+    """
+    links = [False] * len(pieces)
+    try:
+        normalized, origin = processor.normalize(text, with_offsets=True)
+    except (AttributeError, TypeError, ValueError, RuntimeError):
+        return links
+    if "".join(piece for piece, _, _ in pieces) != normalized or len(origin) != len(normalized) + 1:
+        return links
+    origin = list(origin)
+    if normalized[:1] == "▁" and not text[origin[0] : origin[0] + 1].isspace():
+        origin[0] = -1  # the dummy-prefix "▁" stands for no character (it maps to the first one's position)
+    end = 0
+    for k, (piece, _, _) in enumerate(pieces[:-1]):
+        end += len(piece)
+        links[k] = 0 < end < len(normalized) and origin[end - 1] == origin[end]
+    return links
+
+
+class _Expansion(NamedTuple):
+    """A source character that the normalizer expanded into several pieces, one of them unknown (see
+    :func:`_expansion_groups`): its other pieces' positions, and whether its first piece folded in the "▁" of a
+    space before it."""
+
+    others: tuple[int, ...]
+    starts_word: bool
+
+
+def _expansion_groups(
+    text: str, ids: list[int], offsets: list[tuple[int, int]], positions: list[int], links: list[bool], unk_id: int
+) -> dict[int, _Expansion]:
+    """Make an expanded character's pieces copy it exactly once; returns them by the position of their unknown piece.
+
+    ``positions[k]`` is the row position of content piece ``k``, ``links`` as :func:`_expansion_links` (for the same
+    pieces). The first unknown piece of a group that holds one gets the group's whole span (its slot then holds the
+    source characters, "½" or "30℃"), the other pieces zero-width spans at its edges; encoding gives them the unknown
+    id, which copies (and decodes) as nothing, so a copy neither loses the unknown part ("½" -> "12") nor repeats the
+    known one ("ǅ" -> "Dǅ"). Groups without an unknown piece are the tokenizer's own normalization ("№" -> "No").
+    """
+    groups: dict[int, _Expansion] = {}
+    first = 0
+    for k in range(len(positions)):
+        if k + 1 < len(positions) and links[k]:
+            continue
+        members, first = positions[first : k + 1], k + 1
+        unknown = [p for p in members if ids[p] == unk_id]
+        if len(members) < 2 or not unknown:
+            continue
+        carrier = unknown[0]
+        begin, end = offsets[members[0]][0], offsets[members[-1]][1]
+        for p in members:
+            offsets[p] = (begin, begin) if p < carrier else (end, end)
+        offsets[carrier] = (begin, end)
+        others = tuple(p for p in members if p != carrier)
+        groups[carrier] = _Expansion(others, starts_word=text[begin : begin + 1].isspace())
+    return groups
 
 
 def _split_added_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> list[tuple[str, int, bool]]:
@@ -298,8 +377,11 @@ def _split_added_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> list[t
     return [(c, s, c in added or c in specials) for c, s in chunks if c]
 
 
-def _slow_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list[int], list[tuple[int, int]]] | None:
-    """Ids and character spans of ``tokenizer.tokenize(text)`` for a slow SentencePiece tokenizer, in one pass.
+def _slow_tokens(
+    tokenizer: PreTrainedTokenizerBase, text: str
+) -> tuple[list[int], list[tuple[int, int]], list[bool]] | None:
+    """Ids, character spans and expansion links (see :func:`_expansion_links`) of ``tokenizer.tokenize(text)`` for a
+    slow SentencePiece tokenizer, in one pass.
 
     Mirrors ``PreTrainedTokenizer.tokenize``: split on added tokens, then Marian's language-code prefix and
     SentencePiece on the rest. Returns None when the text would be changed before tokenization.
@@ -310,22 +392,27 @@ def _slow_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list[in
     processor = _sentencepiece_of(tokenizer)
     tokens: list[str] = []
     spans: list[tuple[int, int]] = []
+    links: list[bool] = []
     for chunk, start, is_added in _split_added_tokens(tokenizer, text):
         if is_added:
             tokens.append(chunk)
             spans.append((start, start + len(chunk)))
+            links.append(False)
             continue
         if hasattr(tokenizer, "remove_language_code"):  # Marian: ">>de<< text"
             code, rest = tokenizer.remove_language_code(chunk)
             for c in code:
                 tokens.append(c)
                 spans.append((start, start + len(c)))
+                links.append(False)
             start += len(chunk) - len(rest)
             chunk = rest
-        for piece, begin, end in _sentencepiece_pieces(processor, chunk):
+        pieces = _sentencepiece_pieces(processor, chunk)
+        for piece, begin, end in pieces:
             tokens.append(piece)
             spans.append((start + begin, start + end))
-    return tokenizer.convert_tokens_to_ids(tokens), spans
+        links.extend(_expansion_links(processor, chunk, pieces))
+    return tokenizer.convert_tokens_to_ids(tokens), spans, links
 
 
 def _slow_row_offsets(
@@ -334,36 +421,39 @@ def _slow_row_offsets(
     ids: list[int],
     mask: list[int],
     add_special_tokens: bool,
-) -> tuple[list[tuple[int, int]] | None, int]:
-    """Offsets for one row of a slow tokenizer's output, and how many content tokens truncation removed.
+) -> tuple[list[tuple[int, int]] | None, int, dict[int, _Expansion]]:
+    """Offsets for one row of a slow tokenizer's output, how many content tokens truncation removed, and the row's
+    expanded characters that hold an unknown piece (see :func:`_expansion_groups`, which also sets their offsets).
 
     The row's ids come from the tokenizer itself; SentencePiece's spans are used only where our own pass gives the
     very same ids (a different result leaves the row without offsets, so without OOV slots, never with wrong ones).
     """
     found = _slow_tokens(tokenizer, text)
     if found is None:
-        return None, 0
-    content_ids, spans = found
+        return None, 0, {}
+    content_ids, spans, links = found
     if add_special_tokens:
         layout = tokenizer.build_inputs_with_special_tokens([-1])
         if layout.count(-1) != 1:
-            return None, 0
+            return None, 0, {}
         prefix, n_special = layout.index(-1), len(layout) - 1
     else:
         prefix, n_special = 0, 0
     kept = [i for i, m in enumerate(mask) if m]
     n_keep = len(kept) - n_special
     if n_keep < 0 or n_keep > len(content_ids):
-        return None, 0
+        return None, 0, {}
     left = getattr(tokenizer, "truncation_side", "right") == "left"
     window = slice(len(content_ids) - n_keep, len(content_ids)) if left else slice(0, n_keep)
     row_content = [ids[i] for i in kept[prefix : prefix + n_keep]]
     if row_content != content_ids[window]:
-        return None, len(content_ids) - n_keep
+        return None, len(content_ids) - n_keep, {}
     offsets = [(0, 0)] * len(ids)
-    for position, span in zip(kept[prefix : prefix + n_keep], spans[window]):
+    positions = kept[prefix : prefix + n_keep]
+    for position, span in zip(positions, spans[window]):
         offsets[position] = span
-    return offsets, len(content_ids) - n_keep
+    groups = _expansion_groups(text, ids, offsets, positions, links[window], tokenizer.unk_token_id)
+    return offsets, len(content_ids) - n_keep, groups
 
 
 # --------------------------------------------------------------------------------------------------------- encode
@@ -405,7 +495,10 @@ def encode_with_oovs(
 
         - ``input_ids``, ``attention_mask``: ``(B, S)`` exactly as ``tokenizer(text, ...)`` returns them.
         - ``extended_input_ids``: ``(B, S)``; equal to ``input_ids`` except that unknown-token
-          positions carry ``vocab_size + k`` (padding positions keep the pad id).
+          positions carry ``vocab_size + k`` (padding positions keep the pad id). Slow SentencePiece
+          tokenizers: where the normalizer expanded one character into several pieces, one of them unknown
+          ("½" -> "1" "⁄" "2"), that one's slot holds the whole character and the others carry the unknown id,
+          so that a copy spells the character once.
         - ``oov_words``: ``list[list[str]]`` (length ``B``); ``oov_words[b][k]`` is the source text of
           slot ``k`` (without the whitespace a pre-tokenizer folded into the token). The same word twice
           shares one slot, wherever it stands in the sentence.
@@ -456,16 +549,16 @@ def encode_with_oovs(
     enc = tokenizer(texts, max_length=max_length, **common, **tokenizer_kwargs)
     unk_id = tokenizer.unk_token_id
 
-    source_offsets, num_truncated = _row_offsets(
+    source_offsets, num_truncated, source_groups = _row_offsets(
         tokenizer, enc, texts, is_fast, add_special_tokens, stride, target=False
     )
     tables: list[dict[str, int]] = []
     slots_per_row: list[list[_Slot]] = []
     extended: list[list[int]] = []
-    for ids, offs, src in zip(enc["input_ids"], source_offsets, texts):
+    for ids, offs, src, groups in zip(enc["input_ids"], source_offsets, texts, source_groups):
         table: dict[str, int] = {}
         slots: list[_Slot] = []
-        extended.append(_extend_row(ids, offs, src, unk_id, vocab_size, table, slots, grow=True))
+        extended.append(_extend_row(ids, offs, src, unk_id, vocab_size, table, slots, grow=True, expansions=groups))
         tables.append(table)
         slots_per_row.append(slots)
     oov_words = [[slot.text for slot in slots] for slots in slots_per_row]
@@ -479,12 +572,14 @@ def encode_with_oovs(
 
     if targets is not None:
         tgt = tokenizer(text_target=targets, max_length=max_target_length, **common, **tokenizer_kwargs)
-        target_offsets, _ = _row_offsets(tokenizer, tgt, targets, is_fast, add_special_tokens, stride, target=True)
+        target_offsets, _, target_groups = _row_offsets(
+            tokenizer, tgt, targets, is_fast, add_special_tokens, stride, target=True
+        )
         labels = []
-        for ids, offs, mask, tgt_text, table, slots in zip(
-            tgt["input_ids"], target_offsets, tgt["attention_mask"], targets, tables, slots_per_row
+        for ids, offs, mask, tgt_text, table, slots, groups in zip(
+            tgt["input_ids"], target_offsets, tgt["attention_mask"], targets, tables, slots_per_row, target_groups
         ):
-            row = _extend_row(ids, offs, tgt_text, unk_id, vocab_size, table, slots, grow=False)
+            row = _extend_row(ids, offs, tgt_text, unk_id, vocab_size, table, slots, grow=False, expansions=groups)
             labels.append([t if m else label_pad_token_id for t, m in zip(row, mask)])
         data["labels"] = labels
 
@@ -512,8 +607,9 @@ def _row_offsets(
     add_special_tokens: bool,
     stride: int,
     target: bool,
-) -> tuple[list[Any], list[int]]:
-    """Per row: character offsets of the tokens (None = unknown) and the number of tokens truncation removed."""
+) -> tuple[list[Any], list[int], list[dict[int, _Expansion]]]:
+    """Per row: character offsets of the tokens (None = unknown), the number of tokens truncation removed, and (slow
+    SentencePiece tokenizers) its expanded characters that hold an unknown piece (see :func:`_expansion_groups`)."""
     if is_fast:
         # The Rust encodings keep what truncation cut off (always, requested or not): count its non-special
         # tokens; with a stride each overflow window repeats `stride` tokens of the one before.
@@ -521,7 +617,7 @@ def _row_offsets(
             sum(o.special_tokens_mask.count(0) - stride for o in encoding.overflowing)
             for encoding in enc.encodings
         ]
-        return list(enc["offset_mapping"]), truncated
+        return list(enc["offset_mapping"]), truncated, [{}] * len(truncated)
     if target and hasattr(tokenizer, "_switch_to_target_mode"):
         tokenizer._switch_to_target_mode()  # Marian: target SentencePiece model; M2M100: target language code
     try:
@@ -533,7 +629,7 @@ def _row_offsets(
         if target and hasattr(tokenizer, "_switch_to_input_mode"):
             tokenizer._switch_to_input_mode()
     unk_id = tokenizer.unk_token_id
-    unaligned = [i for i, (offs, _) in enumerate(rows) if offs is None and unk_id in enc["input_ids"][i]]
+    unaligned = [i for i, (offs, _, _) in enumerate(rows) if offs is None and unk_id in enc["input_ids"][i]]
     if unaligned:
         warnings.warn(
             f"{type(tokenizer).__name__}: could not align the SentencePiece pieces of example(s) {unaligned[:5]} with "
@@ -541,7 +637,7 @@ def _row_offsets(
             "copy slot. The ids themselves are the tokenizer's own.",
             stacklevel=3,
         )
-    return [offs for offs, _ in rows], [n for _, n in rows]
+    return [offs for offs, _, _ in rows], [n for _, n, _ in rows], [groups for _, _, groups in rows]
 
 
 # --------------------------------------------------------------------------------------------------------- decode
@@ -749,7 +845,7 @@ class _DecodeContext:
             )
         if self.is_fast:
             return _decode_fast(self.tokenizer, items, oov_words, spacing, self.clean_up, self.layout)
-        return _decode_slow(self.tokenizer, items, oov_words, self.clean_up)
+        return _decode_slow(self.tokenizer, items, oov_words, spacing, self.clean_up)
 
 
 def _splice(parts: list[str], surfaces: list[str], clean_up: bool) -> str:
@@ -945,10 +1041,12 @@ def _decode_slow(
     tokenizer: PreTrainedTokenizerBase,
     items: list[tuple[bool, int]],
     oov_words: list[str],
+    spacing: list[Mapping[str, Any]] | None,
     clean_up: bool,
 ) -> str:
     """SentencePiece slow tokenizers: decode each run of in-vocabulary ids with the tokenizer itself (its decode
-    drops a leading or trailing "▁", so the run's own markers say where the spaces go) and splice the copies in."""
+    drops a leading or trailing "▁", so the run's own markers say where the spaces go) and splice the copies in; a
+    copy whose "▁" went into another piece of its character (``starts_word``) brings the space itself."""
     parts: list[str] = []
     surfaces: list[str] = []
     text = ""
@@ -970,7 +1068,8 @@ def _decode_slow(
     for is_copy, value in items:
         if is_copy:
             flush(last=False)
-            if pending_space:
+            brings_space = spacing is not None and bool(spacing[value].get("starts_word"))
+            if pending_space or (brings_space and not text.endswith(" ")):
                 text += " "
             pending_space = False
             parts.append(text)

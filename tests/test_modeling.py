@@ -441,6 +441,11 @@ def test_bad_inputs_get_clear_errors():
     wrong[0, 0] = 40
     with pytest.raises(ValueError, match=r"extended_input_ids\[0, 0\] = 40"):
         model(input_ids=input_ids, extended_input_ids=wrong, decoder_input_ids=input_ids[:, :2])
+    # The unknown token is allowed anywhere: a piece whose text another position's OOV slot spells whole (issue 28
+    # item 8: "ǅ" as "▁D" + unknown "ž" under a slow SentencePiece tokenizer) copies as nothing.
+    absorbed = extended.clone()
+    absorbed[1, 1] = UNK
+    model(input_ids=input_ids, extended_input_ids=absorbed, decoder_input_ids=input_ids[:, :2])
     labels = torch.tensor([[VOCAB, 2], [5, 2], [5, 2]])  # row 0 owns no extended slot
     with pytest.raises(ValueError, match=r"labels\[0, 0\].*beyond the extended vocabulary"):
         model(input_ids=input_ids, extended_input_ids=extended, labels=labels)

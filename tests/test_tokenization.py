@@ -696,6 +696,67 @@ def test_slow_copy_round_trip(slow_toks, name):
     assert decode_with_oovs(tok, [*ids, smile], table, vocab_size=V) == "the file😀"
 
 
+# Characters that NFKC expands into several characters, one of them unknown to the small vocabularies (the
+# tokenizer's own "№" -> "No" holds no unknown piece: that is normalization, not copying).
+NFKC_EXPANDED = ("Add ½ cup", "It is 30℃ now", "The ǅ letter", "Firma ㈱ Tokyo", "Sign Ⅻ here", "Room №5")
+
+
+@pytest.fixture(scope="module")
+def nfkc_toks(slow_toks, tmp_path_factory):
+    """The slow SentencePiece stand-ins (Marian, M2M100, the opus-mt recipe's Marian) and two fast NFKC ones."""
+    import warnings
+
+    from testing_checkpoints import build_checkpoint
+    from transformers import AutoTokenizer
+
+    toks = dict(slow_toks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses."
+        for name in ("opus-mt", "t5-small", "mbart-50"):
+            toks[name] = AutoTokenizer.from_pretrained(build_checkpoint(name, tmp_path_factory.mktemp(name)))
+    return toks
+
+
+@pytest.mark.parametrize("name", ("marian", "m2m100", "opus-mt", "t5-small", "mbart-50"))
+def test_a_copy_of_an_nfkc_expanded_character_is_the_source_character(nfkc_toks, name):
+    """Issue 28 item 8: SentencePiece gives an expanded character to the last of its pieces, so a perfect copy lost
+    the unknown part ("½" -> "12", "㈱" -> "()", "30℃" -> "30C", "Ⅻ" -> "II") or repeated the known one ("ǅ" ->
+    "Dǅ"). Now the unknown piece's slot holds the whole character and its other pieces copy as nothing."""
+    tok = nfkc_toks[name]
+    V = _width(tok)
+    texts = list(NFKC_EXPANDED)
+    enc = encode_with_oovs(tok, texts, texts, vocab_size=V)
+    spelled = []
+    for text, ids, ext, labels, table, spacing in zip(texts, enc["input_ids"], enc["extended_input_ids"],
+                                                      enc["labels"], enc["oov_words"], enc["oov_spacing"]):
+        char = next(c for c in text if not c.isascii())
+        copied = decode_with_oovs(tok, ext, table, vocab_size=V, oov_spacing=spacing)
+        if not any(char in word for word in table):  # no unknown piece: the tokenizer's own normalization stays
+            assert copied == text.replace(char, unicodedata.normalize("NFKC", char))
+            continue
+        spelled.append(text)
+        assert copied == text
+        assert decode_with_oovs(tok, labels, table, vocab_size=V, oov_spacing=spacing) == text
+        # the ids the model reads are the tokenizer's; a copy differs only where it spells or repeats a character
+        assert all(e == i or e >= V or e == tok.unk_token_id for e, i in zip(ext, ids))
+    # every case of the review among them (opus-mt's vocabulary spells "Ⅻ" as "XII")
+    wanted = {"marian": 5, "m2m100": 5, "opus-mt": 4}.get(name, len(texts))
+    assert len(spelled) == wanted and "The ǅ letter" in spelled and "It is 30℃ now" in spelled, spelled
+    # Tables from JSON decode the same, and the copied "ǅ" starts a word wherever it goes (its "▁" went into "▁D").
+    back = json.loads(json.dumps({key: enc[key] for key in ("extended_input_ids", "oov_words", "oov_spacing")}))
+    assert batch_decode_with_oovs(tok, back["extended_input_ids"], back["oov_words"], vocab_size=V,
+                                  oov_spacing_per_example=back["oov_spacing"]) == [
+        decode_with_oovs(tok, ext, table, vocab_size=V, oov_spacing=spacing)
+        for ext, table, spacing in zip(enc["extended_input_ids"], enc["oov_words"], enc["oov_spacing"])
+    ]
+    if not tok.is_fast:
+        table, spacing = enc["oov_words"][2], enc["oov_spacing"][2]
+        the = tok("the", add_special_tokens=False)["input_ids"]
+        assert decode_with_oovs(tok, [*the, V + table.index("ǅ")], table, vocab_size=V, oov_spacing=spacing) == (
+            "the ǅ"
+        )
+
+
 def test_marian_target_side_uses_the_target_model(slow_toks):
     tok = slow_toks["marian"]
     V = _width(tok)
