@@ -168,6 +168,16 @@ def _match_key(surface: str) -> str:
     return unicodedata.normalize("NFC", surface)
 
 
+def _target_slot(table: dict[str, int], surface: str) -> int | None:
+    """The source slot a target's unknown ``surface`` copies: the one with its exact text, else the first one that
+    differs only in normalization form (the source wrote "Cafe" + U+0301, the target "Café")."""
+    slot = table.get(surface)
+    if slot is None:
+        key = _match_key(surface)
+        slot = next((s for text, s in table.items() if _match_key(text) == key), None)
+    return slot
+
+
 class _Slot:
     """One OOV slot while a source is encoded: the copied word's source text and how the source spaced it.
 
@@ -240,9 +250,9 @@ def _extend_row(
 ) -> list[int]:
     """Copy of ``ids`` where unknown tokens carry ``vocab_size + slot``.
 
-    ``table`` maps a surface's match key -> slot and ``slots[slot]`` holds its source text. With ``grow`` new
-    surfaces get new slots (source side); without it, unknown surfaces absent from the table keep the unknown id
-    (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
+    ``table`` maps a source surface -> slot and ``slots[slot]`` holds it. With ``grow`` new surfaces get new slots
+    (source side: one per exact text, so a word the source writes in NFD and in NFC comes back in each form); without
+    it, unknown surfaces that match no slot (:func:`_target_slot`) keep the unknown id (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
     ``expansions`` (slow SentencePiece, see :func:`_expansion_groups`): when the unknown token at ``i`` gets a slot,
     the other pieces of its character, ``expansions[i].others``, get the unknown id: the slot holds their text.
     """
@@ -258,12 +268,11 @@ def _extend_row(
         skip_to = i + taken
         if surface is None:
             continue
-        key = _match_key(surface)
-        slot = table.get(key)
+        slot = table.get(surface) if grow else _target_slot(table, surface)
         if slot is None:
             if not grow:
                 continue
-            slot = table[key] = len(slots)
+            slot = table[surface] = len(slots)
             slots.append(_Slot(surface))
         expansion = expansions.get(i) if expansions else None
         if grow:
@@ -501,14 +510,15 @@ def encode_with_oovs(
           so that a copy spells the character once.
         - ``oov_words``: ``list[list[str]]`` (length ``B``); ``oov_words[b][k]`` is the source text of
           slot ``k`` (without the whitespace a pre-tokenizer folded into the token). The same word twice
-          shares one slot, wherever it stands in the sentence.
+          shares one slot, wherever it stands in the sentence; written once in NFD and once in NFC, it gets
+          two, so that each comes back as written.
         - ``oov_spacing``: ``list[list[dict]]`` (length ``B``); ``oov_spacing[b][k]`` says how the source spaced
           slot ``k``'s word (``{"spaced_after": str, "glued_after": str, "ends_word": bool | None}``, see
           :func:`decode_with_oovs`). Plain strings and booleans: keep it next to ``oov_words`` (a dataset column, a
           JSON file) and pass it to the decoder, which spaces some copies by it.
         - ``labels`` (only with ``text_target``): ``(B, T)`` target ids where an unknown target token
-          whose text is one of *its own source's* OOV words gets that extended id (otherwise the
-          unknown id); padded positions hold ``label_pad_token_id``.
+          whose text is one of *its own source's* OOV words (in any normalization form) gets that extended id
+          (otherwise the unknown id); padded positions hold ``label_pad_token_id``.
         - ``num_truncated_tokens`` (only with ``return_num_truncated_tokens``): ``list[int]`` (length ``B``).
 
         A single ``str`` input without ``return_tensors`` gives un-batched lists (``oov_words`` is then

@@ -539,6 +539,28 @@ def test_nfd_copy_is_the_source_text(family, word):
     assert decode_with_oovs(tok, enc["labels"][0], table, vocab_size=V) == decoded
 
 
+@pytest.mark.parametrize("family", UNK_FAMILIES)
+def test_a_word_written_in_nfd_and_in_nfc_comes_back_in_each_form(toks, family):
+    """Issue 28 item 11 (F15): the slot was keyed by the NFC form, so a source holding "Cafe" + U+0301 and "Café"
+    came back with both in the first one's form. Each exact text has its own slot; a target in the other form than
+    its source still copies the source's word."""
+    tok = toks[family]
+    V = len(tok)
+    nfd, nfc = "Cafe\u0301", "Caf\u00e9"
+    source = f"{nfd} and {nfc}"
+    enc = encode_with_oovs(tok, [source, f"the {nfd} file"], [f"{nfc} and {nfd}", f"the {nfc} file"], vocab_size=V)
+    table = enc["oov_words"][0]
+    assert len(table) == 2 and unicodedata.normalize("NFC", table[0]) == unicodedata.normalize("NFC", table[1])
+    copied = decode_with_oovs(tok, enc["extended_input_ids"][0], table, vocab_size=V, oov_spacing=enc["oov_spacing"][0])
+    assert copied == source
+    # each form of the target takes the slot of the same form
+    target = decode_with_oovs(tok, enc["labels"][0], table, vocab_size=V, oov_spacing=enc["oov_spacing"][0])
+    assert target == f"{nfc} and {nfd}"
+    # a source with the NFD form only: the NFC target copies it (in the source's form)
+    [word] = enc["oov_words"][1]
+    assert V in enc["labels"][1] and nfd.endswith(word)
+
+
 def _assert_copied_back(decoded: str, source: str, table: list[str]) -> None:
     """Copies come back byte for byte; in-vocabulary pieces may come back normalized (NFKC)."""
     assert unicodedata.normalize("NFKC", decoded) == unicodedata.normalize("NFKC", source)
