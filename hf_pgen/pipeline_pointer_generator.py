@@ -53,7 +53,7 @@ from .protection_pointer_generator import (
     _protection_processors,
     _warn_missing_spans,
 )
-from .tokenization_pointer_generator import _tokenizer_width
+from .tokenization_pointer_generator import _continues_previous, _tokenizer_width
 
 logger = logging.get_logger(__name__)
 
@@ -100,11 +100,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
       source holds it (see `hf_pgen.protection_pointer_generator`). Works for plain encoder-decoders too.
     - `return_copy_info=True` (pointer-generators): each result is a *copy record*, the text plus what was copied:
       `source`, `source_tokens` (`[{"text", "span"}]`, span = character offsets in the input, None for special
-      tokens and the prefix), `tokens` (one per output token: `text` — they join to the translation —, `token_id`,
-      `p_gen`, `copy_share` (the share of the token's probability that came from copying), `source_span` (offsets
-      of the source token it was copied from: the most attended one holding it, when copying gave at least half of
-      its probability; else None), `attention` (the pointer over `source_tokens`), `protected`) and
-      `protected_spans`. `hf_pgen.visualize.to_html(records, "copies.html")` draws them.
+      tokens and the prefix), `tokens` (one per output token, none for a blank input: `text` — they join to the
+      translation —, `token_id`, `p_gen`, `copy_share` (the share of the token's probability that came from
+      copying), `source_span` (offsets of the source token it was copied from: the most attended one holding it,
+      when copying gave at least half of its probability; else None), `attention` (the pointer over
+      `source_tokens`), `protected`) and `protected_spans`. `hf_pgen.visualize.to_html(records, "copies.html")`
+      draws them.
     """
 
     _load_processor = False
@@ -334,8 +335,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if return_text is None:
             return_text = not return_tensors  # v4: return_tensors=True alone gives the ids only
         texts = [None] * output_ids.shape[0]
+        blank = bool(model_outputs["is_blank"].reshape(-1)[0])
         if return_text:
-            if bool(model_outputs["is_blank"].reshape(-1)[0]):
+            if blank:
                 texts = [""] * output_ids.shape[0]  # nothing to translate: no hallucinated output
             else:
                 texts = self._decode(output_ids, table, spacing, clean_up_tokenization_spaces)
@@ -347,7 +349,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if return_tensors:
                 record[f"{self.return_name}_token_ids"] = ids
             if return_copy_info:
-                record.update(self._copy_record(model_outputs, j, ids, table, spacing, clean_up_tokenization_spaces))
+                record.update(
+                    self._copy_record(model_outputs, j, ids, table, spacing, clean_up_tokenization_spaces, blank)
+                )
             records.append(record)
         return records
 
@@ -358,8 +362,20 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         ids = encoding["input_ids"][0].tolist()
         mask = encoding["attention_mask"][0].tolist()
         source, prefix_len = prefix + text, len(prefix)
+        raw_offsets = encoding["offset_mapping"][0].tolist()
+        offsets = [(start, end) if m else (0, 0) for (start, end), m in zip(raw_offsets, mask)]
+        # An NFC/NFKC normalizer composes "e" + U+0301 into one "é" whose offsets end before the mark, which then
+        # belongs to no token: a token takes in the marks after it up to the next token, as its copied word does.
+        starts = [start for start, end in offsets if end > start] + [len(source)]
+        following = iter(starts[1:])
+        for position, (start, end) in enumerate(offsets):
+            if end > start:
+                limit = next(following)
+                while end < limit and _continues_previous(source[end]):
+                    end += 1
+                offsets[position] = (start, end)
         tokens = []
-        for position, (token_id, (start, end)) in enumerate(zip(ids, encoding["offset_mapping"][0].tolist())):
+        for position, (token_id, (start, end)) in enumerate(zip(ids, offsets)):
             if not mask[position]:
                 continue
             if end > start and start >= prefix_len:
@@ -379,10 +395,13 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         table: list[str],
         spacing: list[dict[str, Any]],
         clean_up: bool,
+        blank: bool,
     ) -> dict[str, Any]:
         """The copy record of output `j` of this input (see the class docstring)."""
         source = model_outputs["copy_source"]  # unbatched from a batch: this input's dict; from a batch of one: [dict]
         source = source if isinstance(source, dict) else source[0]
+        if blank:  # the translation is "" whatever was generated: no token is part of it
+            return {**source, "tokens": []}
         keep = model_outputs["attention_mask"][0].bool()  # (S,)
         source_ids = model_outputs["extended_input_ids"][0][keep]  # (S_i,)
         p_gen = model_outputs["p_gen"][0, j]  # (G,)

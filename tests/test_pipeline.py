@@ -400,6 +400,31 @@ def test_copy_records_agree_with_generate_and_with_their_own_text(trained_copier
     json.dumps(records)  # plain data
 
 
+def test_copy_records_of_blank_inputs_list_no_tokens(translator):
+    """Issue 28 item 11 (F11): a blank input's translation is "" whatever the model generated, but its record listed
+    the generated tokens, whose texts then no longer joined to the translation."""
+    records = translator(["", "   ", NAMES[0]], return_copy_info=True, batch_size=2)
+    for record in records:
+        assert "".join(token["text"] for token in record["tokens"]) == record["translation_text"]
+    assert [(r["translation_text"], r["tokens"]) for r in records[:2]] == [("", []), ("", [])]
+    assert records[2]["tokens"] and records[2]["source_tokens"]
+
+
+def test_copy_records_of_an_nfd_source_span_its_combining_marks(translator):
+    """Issue 28 item 11 (F12): the NFC normalizer composes "e" + U+0301, whose offsets end before the mark, so the
+    mark belonged to no source token and a copied "Cafe" + U+0301 pointed at "Cafe". Source tokens take in the marks
+    after them, as the copied words do."""
+    text = "Open Cafe\u0301 now"
+    [record] = translator([text], return_copy_info=True)
+    assert record["translation_text"] == text
+    spans = [token["span"] for token in record["source_tokens"] if token["span"] is not None]
+    assert all(text[a:b] == token["text"] for (a, b), token in zip(spans, record["source_tokens"]))
+    assert sorted(i for a, b in spans for i in range(a, b)) == list(range(len(text)))  # every character, once
+    copied = [token for token in record["tokens"] if token["source_span"] is not None]
+    assert any("\u0301" in token["text"] for token in copied)
+    assert all(text[slice(*token["source_span"])] == token["text"] for token in copied)
+
+
 def test_copy_records_mark_protected_spans_and_need_a_copy_model(translator, tmp_path):
     [record] = translator(["Delete %(name)s from {folder}"], return_copy_info=True, protect="placeholders")
     assert sorted(record["protected_spans"]) == ["%(name)s", "{folder}"]
