@@ -55,7 +55,8 @@ def main() -> None:
         for probe in PROBES:
             text = f"Delete {probe} now"
             enc = encode_with_oovs(tok, text, vocab_size=V)
-            copy = decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V)
+            copy = decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V,
+                                    oov_spacing=enc["oov_spacing"])
             plain = tok.decode(tok(text)["input_ids"], skip_special_tokens=True)
             exact += copy == text
             print(f"  {probe!r:12} oov_words={enc['oov_words']!r:28} copy-decode exact={copy == text!s:5} plain decode={plain!r}")

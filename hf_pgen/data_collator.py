@@ -14,7 +14,7 @@ from transformers.utils import PaddingStrategy
 __all__ = ["DataCollatorForPointerGenerator"]
 
 # Keys of an encoded example that are for decoding only (lists of strings / counts): a batch holds tensors.
-_DECODING_ONLY_KEYS = ("oov_words", "num_truncated_tokens")
+_DECODING_ONLY_KEYS = ("oov_words", "oov_spacing", "num_truncated_tokens")
 
 
 @dataclass
@@ -27,8 +27,8 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
 
     - `extended_input_ids` is padded to the padded `input_ids` width, on `tokenizer.padding_side`, with the pad id,
       so that padded positions agree with `input_ids` (the model checks that they do).
-    - `oov_words` and `num_truncated_tokens` (needed only to decode) are dropped: keep the OOV tables on the side,
-      e.g. in the dataset, for decoding.
+    - `oov_words`, `oov_spacing` and `num_truncated_tokens` (needed only to decode) are dropped: keep the OOV tables
+      on the side, e.g. in the dataset, for decoding.
 
     Labels may hold extended ids (copied words). Mapping them to the unknown token for the decoder's *inputs* is the
     model's job: `PointerGeneratorForConditionalGeneration.prepare_decoder_input_ids_from_labels` does it, and this

@@ -41,8 +41,8 @@ _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "
 _COPY_MASS_FLOOR = 1e-30
 
 # Keys of an encoded batch (hf_pgen's processor / encode_with_oovs) that are for decoding, not for the model:
-# generate() drops them so that `model.generate(**batch)` just works.
-_DECODING_ONLY_KEYS = ("oov_words", "num_truncated_tokens")
+# forward() and generate() drop them so that `model(**batch)` and `model.generate(**batch)` just work.
+_DECODING_ONLY_KEYS = ("oov_words", "oov_spacing", "num_truncated_tokens")
 
 # Longest source assumed for bases without position limits (T5): it fixes the width of evaluation logits.
 _DEFAULT_MAX_SOURCE_POSITIONS = 512
@@ -936,16 +936,21 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         r"""
         Args:
             input_ids (B, S): source ids in the base vocabulary (unknown words as the unknown token).
-            extended_input_ids (B, S): the same ids, except that out-of-vocabulary words carry `vocab_size + k`.
+            extended_input_ids (B, S): the same ids, except that out-of-vocabulary words carry `vocab_size + k` (and
+                the other pieces of a character whose slot spells it whole, the unknown token).
                 Defaults to `input_ids` (nothing out of vocabulary).
             labels (B, T): target ids in the extended vocabulary; -100 is ignored.
             output_pointer: also return `p_gen` (B, T) and `pointer_attentions` (B, T, S).
             num_items_in_batch: set by the Trainer: the loss becomes the summed NLL divided by it, which keeps gradient
                 accumulation exact.
+            kwargs: go to the base model, except a processor batch's decoding-only keys (`oov_words`, `oov_spacing`,
+                `num_truncated_tokens`), which are dropped.
         Returns:
             `logits` (B, T, V + N): log-probabilities of the final distribution (N = extended slots in the batch).
             When training with labels they are not built (None): the loss only needs the gold ids.
         """
+        for key in _DECODING_ONLY_KEYS:  # a processor batch goes in as is, as for generate()
+            kwargs.pop(key, None)
         config = self.config
         return_dict = return_dict if return_dict is not None else config.return_dict
         output_attentions = output_attentions if output_attentions is not None else config.output_attentions
@@ -1195,12 +1200,17 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 "hf_pgen.encode_with_oovs."
             )
         mismatch = (extended_input_ids < vocab_size) & (extended_input_ids != input_ids)
+        if self.config.unk_token_id is not None:
+            # A piece whose text an OOV slot at another position spells whole (one character that a slow SentencePiece
+            # normalizer expanded into several pieces, "½" -> "1" "⁄" "2") copies as the unknown token: nothing.
+            mismatch &= extended_input_ids != self.config.unk_token_id
         if mismatch.any():
             row, col = mismatch.nonzero()[0].tolist()
             raise ValueError(
                 f"extended_input_ids[{row}, {col}] = {int(extended_input_ids[row, col])} is below vocab_size "
                 f"({vocab_size}) but input_ids there is {int(input_ids[row, col])}: below vocab_size both must hold the "
-                "same id; only out-of-vocabulary words take extended ids (>= vocab_size)."
+                "same id (or extended_input_ids the unknown token); only out-of-vocabulary words take extended ids "
+                "(>= vocab_size). Build both with hf_pgen.encode_with_oovs."
             )
 
     def _check_labels(self, labels, source_ids):
@@ -1225,8 +1235,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """`GenerationMixin.generate`, with the source's extended ids passed to every step.
 
         Accepts a batch from `PointerGeneratorProcessor` / `encode_with_oovs` as is (`generate(**batch)`): the keys
-        only needed for decoding (`oov_words`, `num_truncated_tokens`) are dropped. Rows never emit a slot their own
-        source lacks: the mixture gives it probability 0 (-inf) and every logits processor keeps -inf at -inf.
+        only needed for decoding (`oov_words`, `oov_spacing`, `num_truncated_tokens`) are dropped. Rows never emit a
+        slot their own source lacks: the mixture gives it probability 0 (-inf) and every logits processor keeps -inf
+        at -inf.
 
         `oov_copy_limit=True` (or `generation_config.oov_copy_limit = True`, saved with the model) keeps each
         out-of-vocabulary source word to as many occurrences as its source has (`OOVCopyLimitLogitsProcessor`).

@@ -55,7 +55,7 @@ from .protection_pointer_generator import (
     _protection_processors,
     _warn_missing_spans,
 )
-from .tokenization_pointer_generator import _tokenizer_width
+from .tokenization_pointer_generator import _continues_previous, _tokenizer_width
 
 logger = logging.get_logger(__name__)
 
@@ -102,11 +102,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
       source holds it (see `hf_pgen.protection_pointer_generator`). Works for plain encoder-decoders too.
     - `return_copy_info=True` (pointer-generators): each result is a *copy record*, the text plus what was copied:
       `source`, `source_tokens` (`[{"text", "span"}]`, span = character offsets in the input, None for special
-      tokens and the prefix), `tokens` (one per output token: `text` — they join to the translation —, `token_id`,
-      `p_gen`, `copy_share` (the share of the token's probability that came from copying), `source_span` (offsets
-      of the source token it was copied from: the most attended one holding it, when copying gave at least half of
-      its probability; else None), `attention` (the pointer over `source_tokens`), `protected`) and
-      `protected_spans`. `hf_pgen.visualize.to_html(records, "copies.html")` draws them.
+      tokens and the prefix), `tokens` (one per output token, none for a blank input: `text` — they join to the
+      translation —, `token_id`, `p_gen`, `copy_share` (the share of the token's probability that came from
+      copying), `source_span` (offsets of the source token it was copied from: the most attended one holding it,
+      when copying gave at least half of its probability; else None), `attention` (the pointer over
+      `source_tokens`), `protected`) and `protected_spans`. `hf_pgen.visualize.to_html(records, "copies.html")`
+      draws them.
     """
 
     _load_processor = False
@@ -264,10 +265,10 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Protected literal", category=UserWarning)
             if truncation is False:
-                encoding, table = self._encode(encoded, truncation=False, **protection)
+                encoding, table, spacing = self._encode(encoded, truncation=False, **protection)
             else:
                 limit = self._max_source_length()
-                encoding, table = self._encode(
+                encoding, table, spacing = self._encode(
                     encoded, truncation=True if truncation is None else truncation, max_length=limit,
                     return_num_truncated_tokens=True, **protection,
                 )
@@ -282,6 +283,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         keys = ("input_ids", "attention_mask", "extended_input_ids")
         model_inputs = {key: encoding[key] for key in keys if key in encoding}  # (1, S) each
         model_inputs["oov_words"] = table  # a tuple: batching gathers one per example (see _one_table_per_example)
+        model_inputs["oov_spacing"] = spacing  # the same
         model_inputs["is_blank"] = torch.tensor([not text.strip()])
         if protect is not None:
             model_inputs[PROTECTED_SPANS_KEY] = encoding[PROTECTED_SPANS_KEY][0]  # a dict: batching makes a list
@@ -318,6 +320,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         outputs = {
             "output_ids": output_ids.reshape(batch_size, per_source, -1),  # (B, k, L)
             "oov_words": _one_table_per_example(model_inputs["oov_words"]),
+            "oov_spacing": _one_table_per_example(model_inputs["oov_spacing"]),
             "is_blank": model_inputs["is_blank"],  # (B,)
         }
         if generate_kwargs.get("output_copy_info"):
@@ -340,16 +343,18 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     ) -> list[dict[str, Any]]:
         output_ids = model_outputs["output_ids"][0]  # (k, L): one input's num_return_sequences outputs
         # Unbatched from a batch, the entry is this input's table (a tuple); from a batch of one, a list of one table.
-        tables = model_outputs["oov_words"]
+        tables, spacings = model_outputs["oov_words"], model_outputs["oov_spacing"]
         table = list(tables if isinstance(tables, tuple) else tables[0])
+        spacing = list(spacings if isinstance(spacings, tuple) else spacings[0])
         if return_text is None:
             return_text = not return_tensors  # v4: return_tensors=True alone gives the ids only
         texts = [None] * output_ids.shape[0]
+        blank = bool(model_outputs["is_blank"].reshape(-1)[0])
         if return_text:
-            if bool(model_outputs["is_blank"].reshape(-1)[0]):
+            if blank:
                 texts = [""] * output_ids.shape[0]  # nothing to translate: no hallucinated output
             else:
-                texts = self._decode(output_ids, table, clean_up_tokenization_spaces)
+                texts = self._decode(output_ids, table, spacing, clean_up_tokenization_spaces)
         records = []
         for j, (ids, text) in enumerate(zip(output_ids, texts)):
             record = {}
@@ -358,7 +363,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if return_tensors:
                 record[f"{self.return_name}_token_ids"] = ids
             if return_copy_info:
-                record.update(self._copy_record(model_outputs, j, ids, table, clean_up_tokenization_spaces))
+                record.update(
+                    self._copy_record(model_outputs, j, ids, table, spacing, clean_up_tokenization_spaces, blank)
+                )
             records.append(record)
         return records
 
@@ -369,8 +376,20 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         ids = encoding["input_ids"][0].tolist()
         mask = encoding["attention_mask"][0].tolist()
         source, prefix_len = prefix + text, len(prefix)
+        raw_offsets = encoding["offset_mapping"][0].tolist()
+        offsets = [(start, end) if m else (0, 0) for (start, end), m in zip(raw_offsets, mask)]
+        # An NFC/NFKC normalizer composes "e" + U+0301 into one "é" whose offsets end before the mark, which then
+        # belongs to no token: a token takes in the marks after it up to the next token, as its copied word does.
+        starts = [start for start, end in offsets if end > start] + [len(source)]
+        following = iter(starts[1:])
+        for position, (start, end) in enumerate(offsets):
+            if end > start:
+                limit = next(following)
+                while end < limit and _continues_previous(source[end]):
+                    end += 1
+                offsets[position] = (start, end)
         tokens = []
-        for position, (token_id, (start, end)) in enumerate(zip(ids, encoding["offset_mapping"][0].tolist())):
+        for position, (token_id, (start, end)) in enumerate(zip(ids, offsets)):
             if not mask[position]:
                 continue
             if end > start and start >= prefix_len:
@@ -383,11 +402,20 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         return {"source": text, "source_tokens": tokens, "protected_spans": spans}
 
     def _copy_record(
-        self, model_outputs: dict[str, Any], j: int, ids: torch.Tensor, table: list[str], clean_up: bool
+        self,
+        model_outputs: dict[str, Any],
+        j: int,
+        ids: torch.Tensor,
+        table: list[str],
+        spacing: list[dict[str, Any]],
+        clean_up: bool,
+        blank: bool,
     ) -> dict[str, Any]:
         """The copy record of output `j` of this input (see the class docstring)."""
         source = model_outputs["copy_source"]  # unbatched from a batch: this input's dict; from a batch of one: [dict]
         source = source if isinstance(source, dict) else source[0]
+        if blank:  # the translation is "" whatever was generated: no token is part of it
+            return {**source, "tokens": []}
         keep = model_outputs["attention_mask"][0].bool()  # (S,)
         source_ids = model_outputs["extended_input_ids"][0][keep]  # (S_i,)
         p_gen = model_outputs["p_gen"][0, j]  # (G,)
@@ -402,7 +430,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if token_id in special:
                 continue
             # Each token's text is what it adds to the decoded prefix, so the texts join to the translation.
-            text = self._processor.decode(generated[: t + 1], table, clean_up_tokenization_spaces=clean_up)
+            text = self._processor.decode(
+                generated[: t + 1], table, clean_up_tokenization_spaces=clean_up, oov_spacing=spacing
+            )
             common = len(previous) if text.startswith(previous) else _trim_to_common_prefix(tokens, previous, text)
             share = float(shares[t])
             span = None
@@ -420,27 +450,29 @@ class PointerGeneratorText2TextPipeline(Pipeline):
 
     # -- encoding and decoding -------------------------------------------------------------------------------------
 
-    def _encode(self, source: str, **kwargs) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """Encode one source; returns (1, S) tensors and its OOV table (empty for a model that cannot copy).
+    def _encode(self, source: str, **kwargs) -> tuple[dict[str, Any], tuple[str, ...], tuple[dict[str, Any], ...]]:
+        """Encode one source; returns (1, S) tensors, its OOV table and the table's spacing records (both empty for a
+        model that cannot copy).
 
         The ids are the tokenizer's own (`tokenizer([source])`), for a plain base too, so it translates as in v4.
         """
         encoding = self._processor([source], return_tensors="pt", **kwargs)
         if not self._copies:
             del encoding["extended_input_ids"]
-            return encoding, ()
-        return encoding, tuple(encoding["oov_words"][0])
+            return encoding, (), ()
+        return encoding, tuple(encoding["oov_words"][0]), tuple(encoding["oov_spacing"][0])
 
-    def _decode(self, output_ids: torch.Tensor, table: list[str], clean_up_tokenization_spaces: bool) -> list[str]:
-        """Decode (k, L) outputs of one input; its table serves all k."""
+    def _decode(
+        self, output_ids: torch.Tensor, table: list[str], spacing: list[dict[str, Any]], clean_up: bool
+    ) -> list[str]:
+        """Decode (k, L) outputs of one input; its table (and its spacing records) serve all k."""
         if self._copies:
             return self._processor.batch_decode(
-                output_ids, [table], skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
+                output_ids, [table], skip_special_tokens=True, clean_up_tokenization_spaces=clean_up,
+                oov_spacing=[spacing],
             )
         # A plain base decodes exactly as v4's pipeline did.
-        return self.tokenizer.batch_decode(
-            output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
-        )
+        return self.tokenizer.batch_decode(output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up)
 
     # -- helpers ---------------------------------------------------------------------------------------------------
 
@@ -582,8 +614,8 @@ def _mark_protected(tokens: list[dict[str, Any]], translation: str, span_texts: 
         position = end
 
 
-def _one_table_per_example(oov_words) -> list[tuple[str, ...]]:
-    """Unbatched, preprocess's table (a tuple) arrives as is; batched, as a list of tables."""
+def _one_table_per_example(oov_words) -> list[tuple[Any, ...]]:
+    """Unbatched, preprocess's table (a tuple; its spacing records too) arrives as is; batched, as a list of tables."""
     return [oov_words] if isinstance(oov_words, tuple) else list(oov_words)
 
 

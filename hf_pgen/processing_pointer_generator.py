@@ -117,7 +117,8 @@ class PointerGeneratorProcessor:
 
         Returns a `BatchEncoding` with `input_ids`, `attention_mask` (the tokenizer's own), `extended_input_ids`
         (unknown tokens carry `vocab_size + k`), `labels` (with `text_target`; copyable unknown target words carry
-        their source slot), `oov_words` (per example, the source text of each slot) and, with
+        their source slot), `oov_words` (per example, the source text of each slot), `oov_spacing` (per example and
+        slot, how the source spaced the word: plain strings and booleans, kept by JSON and `datasets`) and, with
         `return_num_truncated_tokens=True`, `num_truncated_tokens` (per example, source tokens truncation removed).
         `model.generate(**batch)` accepts the whole batch. See `hf_pgen.encode_with_oovs`.
 
@@ -168,8 +169,10 @@ class PointerGeneratorProcessor:
         oov_words: Sequence[str] | None = None,
         skip_special_tokens: bool = True,
         clean_up_tokenization_spaces: bool | None = None,
+        oov_spacing: Sequence[Mapping[str, Any]] | None = None,
     ) -> str:
-        """Decode one sequence `(L,)`; `oov_words` is its example's table (`batch["oov_words"][i]`)."""
+        """Decode one sequence `(L,)`; `oov_words` is its example's table (`batch["oov_words"][i]`), `oov_spacing`
+        its spacing records (`batch["oov_spacing"][i]`; without them the output's context alone spaces copies)."""
         return decode_with_oovs(
             self.tokenizer,
             token_ids,
@@ -177,6 +180,7 @@ class PointerGeneratorProcessor:
             vocab_size=self.vocab_size,
             skip_special_tokens=skip_special_tokens,
             clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+            oov_spacing=oov_spacing,
         )
 
     def batch_decode(
@@ -185,19 +189,22 @@ class PointerGeneratorProcessor:
         batch_or_tables: Mapping[str, Any] | Sequence[Sequence[str] | None] | None = None,
         skip_special_tokens: bool = True,
         clean_up_tokenization_spaces: bool | None = None,
+        oov_spacing: Sequence[Sequence[Mapping[str, Any]]] | None = None,
     ) -> list[str]:
         """Decode `(R, L)` generated ids with the OOV tables of the batch they came from.
 
         Args:
             sequences: `model.generate(**batch, ...)` output (tensor or lists), `R` rows.
-            batch_or_tables: the processor's batch (its `oov_words` is used) or the list of per-example tables.
-                With `R = k * len(tables)` rows (`num_return_sequences=k`), each table serves its `k` consecutive
-                rows, in generate()'s order. `None`: no example has OOV words.
+            batch_or_tables: the processor's batch (its `oov_words` and `oov_spacing` are used) or the list of
+                per-example tables. With `R = k * len(tables)` rows (`num_return_sequences=k`), each table serves
+                its `k` consecutive rows, in generate()'s order. `None`: no example has OOV words.
+            oov_spacing: with a list of tables, their examples' spacing records (`batch["oov_spacing"]`,
+                `eval_pred.oov_spacing`), which space some copies as the source did; a batch brings its own.
         """
         if hasattr(sequences, "tolist"):
             sequences = sequences.tolist()
         sequences = list(sequences)
-        tables = _expand_tables(batch_or_tables, len(sequences))
+        tables, spacing = _expand_tables(batch_or_tables, len(sequences), oov_spacing)
         return batch_decode_with_oovs(
             self.tokenizer,
             sequences,
@@ -205,16 +212,20 @@ class PointerGeneratorProcessor:
             vocab_size=self.vocab_size,
             skip_special_tokens=skip_special_tokens,
             clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+            oov_spacing_per_example=spacing,
         )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, tokenizer={self.tokenizer!r})"
 
 
-def _expand_tables(batch_or_tables: Any, n_rows: int) -> list[Sequence[str] | None]:
-    """One OOV table per generated row: repeat each example's table `n_rows // len(tables)` times."""
+def _expand_tables(
+    batch_or_tables: Any, n_rows: int, oov_spacing: Any = None
+) -> tuple[list[Sequence[str] | None], list[Sequence[Mapping[str, Any]]] | None]:
+    """One OOV table per generated row, and its spacing records (`oov_spacing`, else the batch's, else None):
+    each example's repeated `n_rows // len(tables)` times."""
     if batch_or_tables is None:
-        return [None] * n_rows
+        return [None] * n_rows, None
     tables = batch_or_tables
     if isinstance(batch_or_tables, Mapping):  # BatchEncoding or dict
         if "oov_words" not in batch_or_tables:
@@ -223,14 +234,26 @@ def _expand_tables(batch_or_tables: Any, n_rows: int) -> list[Sequence[str] | No
                 "of per-example OOV tables."
             )
         tables = batch_or_tables["oov_words"]
+        if oov_spacing is None:
+            oov_spacing = batch_or_tables.get("oov_spacing")
     if isinstance(tables, str):
         raise TypeError("batch_or_tables must be a batch or a list of per-example OOV tables, got a string.")
     tables = list(tables)
-    if tables and all(isinstance(t, str) for t in tables):
+    single = bool(tables) and all(isinstance(t, str) for t in tables)
+    if single:
         tables = [tables]  # one un-batched example's table
+    records = None
+    if oov_spacing is not None:
+        records = [list(oov_spacing)] if single else list(oov_spacing)
+        if len(records) != len(tables) or any(len(r or ()) != len(t or ()) for r, t in zip(records, tables)):
+            raise ValueError(
+                f"oov_spacing does not match the OOV tables ({len(records)} example(s) for {len(tables)}; one record "
+                "per word): pass the oov_spacing of the same batch as the tables (batch['oov_spacing'], "
+                "eval_pred.oov_spacing)."
+            )
     if not tables:
         if n_rows == 0:
-            return []
+            return [], records
         raise ValueError(f"Got {n_rows} sequences but no OOV table; pass the batch the ids were generated from.")
     if n_rows % len(tables):
         raise ValueError(
@@ -239,7 +262,9 @@ def _expand_tables(batch_or_tables: Any, n_rows: int) -> list[Sequence[str] | No
             "from."
         )
     repeat = n_rows // len(tables)
-    return [table for table in tables for _ in range(repeat)]
+    if records is not None:
+        records = [record for record in records for _ in range(repeat)]
+    return [table for table in tables for _ in range(repeat)], records
 
 
 def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> int:

@@ -10,13 +10,15 @@ appearance in *that* example; the model can then copy them by pointing, and gene
 
 Tokenizers: any fast (🤗 tokenizers) tokenizer, and the slow SentencePiece tokenizers that Transformers 5
 still ships without a fast twin (``MarianTokenizer``, ``M2M100Tokenizer``): their OOV surfaces come from
-SentencePiece's own piece offsets, and the ids are always the tokenizer's own (``tokenizer(text)``).
+SentencePiece's own piece offsets (and its normalizer's, for characters NFKC expands into several pieces), and the
+ids are always the tokenizer's own (``tokenizer(text)``).
 
 What an OOV word's text is: the source characters its unknown token covers, without the whitespace a
 pre-tokenizer folded into it (Metaspace turns " Zyxwvut" into "▁Zyxwvut"), and with the combining marks /
 Hangul jamo that a normalizer composed into it (a decomposed "u" + U+0308 under an NFC normalizer), so a copy is the
-source's text byte for byte. Each entry also remembers whether the source had a space before it, per character it
-followed (for tokenizers whose unknown token swallows the space, see :func:`decode_with_oovs`).
+source's text byte for byte. ``oov_spacing`` records, per slot, whether the source had a space before the word, per
+character it followed, and after it (for tokenizers whose unknown token swallows the space or the end-of-word
+suffix, see :func:`decode_with_oovs`).
 
 This file is saved next to the model as remote code: it imports only the standard library,
 ``torch`` and ``transformers``.
@@ -29,8 +31,8 @@ from __future__ import annotations
 import json
 import unicodedata
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import torch
 from transformers import BatchEncoding, PreTrainedTokenizerBase
@@ -166,32 +168,46 @@ def _match_key(surface: str) -> str:
     return unicodedata.normalize("NFC", surface)
 
 
-class _SourceWord(str):
-    """An OOV table entry: the copied word's source text (all that readers of the table see: a str) and how the
-    source spaced it: ``spaced_after[c]`` tells whether whitespace stood between the word and the character ``c``
-    before it, where the source has the word after ``c`` (None where its occurrences there disagree).
+def _target_slot(table: dict[str, int], surface: str) -> int | None:
+    """The source slot a target's unknown ``surface`` copies: the one with its exact text, else the first one that
+    differs only in normalization form (the source wrote "Cafe" + U+0301, the target "Café")."""
+    slot = table.get(surface)
+    if slot is None:
+        key = _match_key(surface)
+        slot = next((s for text, s in table.items() if _match_key(text) == key), None)
+    return slot
+
+
+class _Slot:
+    """One OOV slot while a source is encoded: the copied word's source text and how the source spaced it.
 
     A word-level unknown token swallows the "▁" it starts with, so the ids alone cannot say whether "3" in "v2.3"
-    followed the "." with a space; the decoder asks this. A table that lost it (through JSON or Arrow) decodes by
-    the output's context alone.
+    followed the "." with a space; the decoder asks the record this keeps (:meth:`spacing`, the batch's
+    ``oov_spacing``).
     """
 
-    spaced_after: dict[str, bool | None]
-    # Whether whitespace (or the end of the text) followed the word in the source (None: its occurrences disagree,
-    # or none is recorded): an end-of-word suffix decoder ("</w>") asks, since the unknown token carries no suffix.
-    ends_word: bool | None
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # spaced_after[c]: whether whitespace stood between the character c and the word where the source has the
+        # word after c (None where its occurrences there disagree)
+        self.spaced_after: dict[str, bool | None] = {}
+        # Whether whitespace (or the end of the text) followed the word in the source (None: its occurrences
+        # disagree, or none is recorded): an end-of-word suffix decoder ("</w>") asks, since the unknown token
+        # carries no suffix.
+        self.ends_word: bool | None = None
+        self._ends_seen = False
+        # Whether every occurrence's word-start marker went into another piece of the same character (slow
+        # SentencePiece: " ǅ" is "▁D" + unknown "ž", and the "▁D" position copies as nothing, see _expansion_groups)
+        self.starts_word: bool | None = None
 
-    def __new__(cls, text: str) -> _SourceWord:
-        word = super().__new__(cls, text)
-        word.spaced_after, word.ends_word, word._ends_seen = {}, None, False
-        return word
-
-    def note(self, text: str, start: int) -> None:
-        """Record the occurrence of the word in ``text`` whose token starts at ``start`` (whitespace folded in)."""
+    def note(self, text: str, start: int, starts_word: bool = False) -> None:
+        """Record the occurrence of the word in ``text`` whose token starts at ``start`` (whitespace folded in);
+        ``starts_word``: its word-start marker went into a piece that copies as nothing."""
+        self.starts_word = starts_word if self.starts_word is None else self.starts_word and starts_word
         while start < len(text) and text[start].isspace():
             start += 1
-        if text.startswith(self, start):
-            end = start + len(self)
+        if text.startswith(self.text, start):
+            end = start + len(self.text)
             ends = end >= len(text) or text[end].isspace()
             self.ends_word = ends if not self._ends_seen or self.ends_word == ends else None
             self._ends_seen = True
@@ -203,6 +219,23 @@ class _SourceWord(str):
             if self.spaced_after.setdefault(text[before - 1], spaced) != spaced:
                 self.spaced_after[text[before - 1]] = None
 
+    def spacing(self) -> dict[str, Any]:
+        """This slot's entry of ``oov_spacing``: plain strings and a boolean, so that JSON and Arrow keep it.
+
+        - ``spaced_after``: the characters after which the source had whitespace before the word;
+        - ``glued_after``: the characters right after which it stood (a character in neither: no occurrence after
+          it, or occurrences that disagree);
+        - ``ends_word``: whether whitespace or the end of the text followed every occurrence (None: they disagree);
+        - ``starts_word`` (slow SentencePiece tokenizers): the copy brings the space before it, because the "▁" of
+          every occurrence went into a piece of the same character that copies as nothing (" ǅ": "▁D" + "ž").
+        """
+        return {
+            "spaced_after": "".join(c for c, spaced in self.spaced_after.items() if spaced is True),
+            "glued_after": "".join(c for c, spaced in self.spaced_after.items() if spaced is False),
+            "ends_word": self.ends_word,
+            "starts_word": bool(self.starts_word),
+        }
+
 
 def _extend_row(
     ids: list[int],
@@ -211,14 +244,17 @@ def _extend_row(
     unk_id: int | None,
     vocab_size: int,
     table: dict[str, int],
-    surfaces: list[str],
+    slots: list[_Slot],
     grow: bool,
+    expansions: dict[int, _Expansion] | None = None,
 ) -> list[int]:
     """Copy of ``ids`` where unknown tokens carry ``vocab_size + slot``.
 
-    ``table`` maps a surface's match key -> slot and ``surfaces[slot]`` is its source text. With ``grow`` new
-    surfaces get new slots (source side); without it, unknown surfaces absent from the table keep the unknown id
-    (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
+    ``table`` maps a source surface -> slot and ``slots[slot]`` holds it. With ``grow`` new surfaces get new slots
+    (source side: one per exact text, so a word the source writes in NFD and in NFC comes back in each form); without
+    it, unknown surfaces that match no slot (:func:`_target_slot`) keep the unknown id (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
+    ``expansions`` (slow SentencePiece, see :func:`_expansion_groups`): when the unknown token at ``i`` gets a slot,
+    the other pieces of its character, ``expansions[i].others``, get the unknown id: the slot holds their text.
     """
     out = list(ids)
     if unk_id is None or offsets is None:
@@ -232,16 +268,18 @@ def _extend_row(
         skip_to = i + taken
         if surface is None:
             continue
-        key = _match_key(surface)
-        slot = table.get(key)
+        slot = table.get(surface) if grow else _target_slot(table, surface)
         if slot is None:
             if not grow:
                 continue
-            slot = table[key] = len(surfaces)
-            surfaces.append(_SourceWord(surface))
+            slot = table[surface] = len(slots)
+            slots.append(_Slot(surface))
+        expansion = expansions.get(i) if expansions else None
         if grow:
-            surfaces[slot].note(text, offsets[i][0])
+            slots[slot].note(text, offsets[i][0], starts_word=expansion is not None and expansion.starts_word)
         out[i] = vocab_size + slot
+        for j in expansion.others if expansion is not None else ():
+            out[j] = unk_id  # a copy of it would repeat part of the character the slot spells whole
     return out
 
 
@@ -255,6 +293,70 @@ def _sentencepiece_pieces(processor: Any, text: str) -> list[tuple[str, int, int
         pass
     proto = processor.encode(text, out_type="immutable_proto")  # sentencepiece 0.1.99 - 0.2.0: unicode spans
     return [(p.piece, p.begin, p.end) for p in proto.pieces]
+
+
+def _expansion_links(processor: Any, text: str, pieces: list[tuple[str, int, int]]) -> list[bool]:
+    """``links[k]``: pieces ``k`` and ``k + 1`` both hold characters that the normalizer made of one source character.
+
+    NFKC expands some characters into several, and SentencePiece may cut them apart: "½" -> "1" "⁄" "2", "ǅ" -> "▁D"
+    "ž" (a "▁" before it joins the first part), "℃" -> "30°" "C" (the first part joins what precedes it). Its spans
+    give the whole character to the last piece; the normalizer's own offsets say which pieces share it. All False
+    when they cannot be read (sentencepiece < 0.2.0, byte-fallback pieces).
+    """
+    links = [False] * len(pieces)
+    try:
+        normalized, origin = processor.normalize(text, with_offsets=True)
+    except (AttributeError, TypeError, ValueError, RuntimeError):
+        return links
+    if "".join(piece for piece, _, _ in pieces) != normalized or len(origin) != len(normalized) + 1:
+        return links
+    origin = list(origin)
+    if normalized[:1] == "▁" and not text[origin[0] : origin[0] + 1].isspace():
+        origin[0] = -1  # the dummy-prefix "▁" stands for no character (it maps to the first one's position)
+    end = 0
+    for k, (piece, _, _) in enumerate(pieces[:-1]):
+        end += len(piece)
+        links[k] = 0 < end < len(normalized) and origin[end - 1] == origin[end]
+    return links
+
+
+class _Expansion(NamedTuple):
+    """A source character that the normalizer expanded into several pieces, one of them unknown (see
+    :func:`_expansion_groups`): its other pieces' positions, and whether its first piece folded in the "▁" of a
+    space before it."""
+
+    others: tuple[int, ...]
+    starts_word: bool
+
+
+def _expansion_groups(
+    text: str, ids: list[int], offsets: list[tuple[int, int]], positions: list[int], links: list[bool], unk_id: int
+) -> dict[int, _Expansion]:
+    """Make an expanded character's pieces copy it exactly once; returns them by the position of their unknown piece.
+
+    ``positions[k]`` is the row position of content piece ``k``, ``links`` as :func:`_expansion_links` (for the same
+    pieces). The first unknown piece of a group that holds one gets the group's whole span (its slot then holds the
+    source characters, "½" or "30℃"), the other pieces zero-width spans at its edges; encoding gives them the unknown
+    id, which copies (and decodes) as nothing, so a copy neither loses the unknown part ("½" -> "12") nor repeats the
+    known one ("ǅ" -> "Dǅ"). Groups without an unknown piece are the tokenizer's own normalization ("№" -> "No").
+    """
+    groups: dict[int, _Expansion] = {}
+    first = 0
+    for k in range(len(positions)):
+        if k + 1 < len(positions) and links[k]:
+            continue
+        members, first = positions[first : k + 1], k + 1
+        unknown = [p for p in members if ids[p] == unk_id]
+        if len(members) < 2 or not unknown:
+            continue
+        carrier = unknown[0]
+        begin, end = offsets[members[0]][0], offsets[members[-1]][1]
+        for p in members:
+            offsets[p] = (begin, begin) if p < carrier else (end, end)
+        offsets[carrier] = (begin, end)
+        others = tuple(p for p in members if p != carrier)
+        groups[carrier] = _Expansion(others, starts_word=text[begin : begin + 1].isspace())
+    return groups
 
 
 def _split_added_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> list[tuple[str, int, bool]]:
@@ -284,8 +386,11 @@ def _split_added_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> list[t
     return [(c, s, c in added or c in specials) for c, s in chunks if c]
 
 
-def _slow_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list[int], list[tuple[int, int]]] | None:
-    """Ids and character spans of ``tokenizer.tokenize(text)`` for a slow SentencePiece tokenizer, in one pass.
+def _slow_tokens(
+    tokenizer: PreTrainedTokenizerBase, text: str
+) -> tuple[list[int], list[tuple[int, int]], list[bool]] | None:
+    """Ids, character spans and expansion links (see :func:`_expansion_links`) of ``tokenizer.tokenize(text)`` for a
+    slow SentencePiece tokenizer, in one pass.
 
     Mirrors ``PreTrainedTokenizer.tokenize``: split on added tokens, then Marian's language-code prefix and
     SentencePiece on the rest. Returns None when the text would be changed before tokenization.
@@ -296,22 +401,27 @@ def _slow_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list[in
     processor = _sentencepiece_of(tokenizer)
     tokens: list[str] = []
     spans: list[tuple[int, int]] = []
+    links: list[bool] = []
     for chunk, start, is_added in _split_added_tokens(tokenizer, text):
         if is_added:
             tokens.append(chunk)
             spans.append((start, start + len(chunk)))
+            links.append(False)
             continue
         if hasattr(tokenizer, "remove_language_code"):  # Marian: ">>de<< text"
             code, rest = tokenizer.remove_language_code(chunk)
             for c in code:
                 tokens.append(c)
                 spans.append((start, start + len(c)))
+                links.append(False)
             start += len(chunk) - len(rest)
             chunk = rest
-        for piece, begin, end in _sentencepiece_pieces(processor, chunk):
+        pieces = _sentencepiece_pieces(processor, chunk)
+        for piece, begin, end in pieces:
             tokens.append(piece)
             spans.append((start + begin, start + end))
-    return tokenizer.convert_tokens_to_ids(tokens), spans
+        links.extend(_expansion_links(processor, chunk, pieces))
+    return tokenizer.convert_tokens_to_ids(tokens), spans, links
 
 
 def _slow_row_offsets(
@@ -320,36 +430,39 @@ def _slow_row_offsets(
     ids: list[int],
     mask: list[int],
     add_special_tokens: bool,
-) -> tuple[list[tuple[int, int]] | None, int]:
-    """Offsets for one row of a slow tokenizer's output, and how many content tokens truncation removed.
+) -> tuple[list[tuple[int, int]] | None, int, dict[int, _Expansion]]:
+    """Offsets for one row of a slow tokenizer's output, how many content tokens truncation removed, and the row's
+    expanded characters that hold an unknown piece (see :func:`_expansion_groups`, which also sets their offsets).
 
     The row's ids come from the tokenizer itself; SentencePiece's spans are used only where our own pass gives the
     very same ids (a different result leaves the row without offsets, so without OOV slots, never with wrong ones).
     """
     found = _slow_tokens(tokenizer, text)
     if found is None:
-        return None, 0
-    content_ids, spans = found
+        return None, 0, {}
+    content_ids, spans, links = found
     if add_special_tokens:
         layout = tokenizer.build_inputs_with_special_tokens([-1])
         if layout.count(-1) != 1:
-            return None, 0
+            return None, 0, {}
         prefix, n_special = layout.index(-1), len(layout) - 1
     else:
         prefix, n_special = 0, 0
     kept = [i for i, m in enumerate(mask) if m]
     n_keep = len(kept) - n_special
     if n_keep < 0 or n_keep > len(content_ids):
-        return None, 0
+        return None, 0, {}
     left = getattr(tokenizer, "truncation_side", "right") == "left"
     window = slice(len(content_ids) - n_keep, len(content_ids)) if left else slice(0, n_keep)
     row_content = [ids[i] for i in kept[prefix : prefix + n_keep]]
     if row_content != content_ids[window]:
-        return None, len(content_ids) - n_keep
+        return None, len(content_ids) - n_keep, {}
     offsets = [(0, 0)] * len(ids)
-    for position, span in zip(kept[prefix : prefix + n_keep], spans[window]):
+    positions = kept[prefix : prefix + n_keep]
+    for position, span in zip(positions, spans[window]):
         offsets[position] = span
-    return offsets, len(content_ids) - n_keep
+    groups = _expansion_groups(text, ids, offsets, positions, links[window], tokenizer.unk_token_id)
+    return offsets, len(content_ids) - n_keep, groups
 
 
 # --------------------------------------------------------------------------------------------------------- encode
@@ -391,18 +504,27 @@ def encode_with_oovs(
 
         - ``input_ids``, ``attention_mask``: ``(B, S)`` exactly as ``tokenizer(text, ...)`` returns them.
         - ``extended_input_ids``: ``(B, S)``; equal to ``input_ids`` except that unknown-token
-          positions carry ``vocab_size + k`` (padding positions keep the pad id).
+          positions carry ``vocab_size + k`` (padding positions keep the pad id). Slow SentencePiece
+          tokenizers: where the normalizer expanded one character into several pieces, one of them unknown
+          ("½" -> "1" "⁄" "2"), that one's slot holds the whole character and the others carry the unknown id,
+          so that a copy spells the character once.
         - ``oov_words``: ``list[list[str]]`` (length ``B``); ``oov_words[b][k]`` is the source text of
           slot ``k`` (without the whitespace a pre-tokenizer folded into the token). The same word twice
-          shares one slot, wherever it stands in the sentence.
+          shares one slot, wherever it stands in the sentence; written once in NFD and once in NFC, it gets
+          two, so that each comes back as written.
+        - ``oov_spacing``: ``list[list[dict]]`` (length ``B``); ``oov_spacing[b][k]`` says how the source spaced
+          slot ``k``'s word (``{"spaced_after": str, "glued_after": str, "ends_word": bool | None}``, see
+          :func:`decode_with_oovs`). Plain strings and booleans: keep it next to ``oov_words`` (a dataset column, a
+          JSON file) and pass it to the decoder, which spaces some copies by it.
         - ``labels`` (only with ``text_target``): ``(B, T)`` target ids where an unknown target token
-          whose text is one of *its own source's* OOV words gets that extended id (otherwise the
-          unknown id); padded positions hold ``label_pad_token_id``.
+          whose text is one of *its own source's* OOV words (in any normalization form) gets that extended id
+          (otherwise the unknown id); padded positions hold ``label_pad_token_id``.
         - ``num_truncated_tokens`` (only with ``return_num_truncated_tokens``): ``list[int]`` (length ``B``).
 
         A single ``str`` input without ``return_tensors`` gives un-batched lists (``oov_words`` is then
-        a ``list[str]``), like the tokenizer does; with ``return_tensors`` tensors keep the batch axis
-        and ``oov_words`` (and ``num_truncated_tokens``) stay (non-tensor) lists.
+        a ``list[str]``, ``oov_spacing`` a ``list[dict]``), like the tokenizer does; with ``return_tensors``
+        tensors keep the batch axis and ``oov_words``, ``oov_spacing`` (and ``num_truncated_tokens``) stay
+        (non-tensor) lists.
     """
     _check_tokenizer(tokenizer)
     vocab_size = _check_vocab_size(tokenizer, vocab_size)
@@ -437,18 +559,20 @@ def encode_with_oovs(
     enc = tokenizer(texts, max_length=max_length, **common, **tokenizer_kwargs)
     unk_id = tokenizer.unk_token_id
 
-    source_offsets, num_truncated = _row_offsets(
+    source_offsets, num_truncated, source_groups = _row_offsets(
         tokenizer, enc, texts, is_fast, add_special_tokens, stride, target=False
     )
     tables: list[dict[str, int]] = []
-    oov_words: list[list[str]] = []
+    slots_per_row: list[list[_Slot]] = []
     extended: list[list[int]] = []
-    for ids, offs, src in zip(enc["input_ids"], source_offsets, texts):
+    for ids, offs, src, groups in zip(enc["input_ids"], source_offsets, texts, source_groups):
         table: dict[str, int] = {}
-        surfaces: list[str] = []
-        extended.append(_extend_row(ids, offs, src, unk_id, vocab_size, table, surfaces, grow=True))
+        slots: list[_Slot] = []
+        extended.append(_extend_row(ids, offs, src, unk_id, vocab_size, table, slots, grow=True, expansions=groups))
         tables.append(table)
-        oov_words.append(surfaces)
+        slots_per_row.append(slots)
+    oov_words = [[slot.text for slot in slots] for slots in slots_per_row]
+    oov_spacing = [[slot.spacing() for slot in slots] for slots in slots_per_row]
 
     data: dict[str, Any] = {k: v for k, v in enc.items() if k != "offset_mapping"}
     if keep_offsets:
@@ -458,12 +582,14 @@ def encode_with_oovs(
 
     if targets is not None:
         tgt = tokenizer(text_target=targets, max_length=max_target_length, **common, **tokenizer_kwargs)
-        target_offsets, _ = _row_offsets(tokenizer, tgt, targets, is_fast, add_special_tokens, stride, target=True)
+        target_offsets, _, target_groups = _row_offsets(
+            tokenizer, tgt, targets, is_fast, add_special_tokens, stride, target=True
+        )
         labels = []
-        for ids, offs, mask, tgt_text, table, surfaces in zip(
-            tgt["input_ids"], target_offsets, tgt["attention_mask"], targets, tables, oov_words
+        for ids, offs, mask, tgt_text, table, slots, groups in zip(
+            tgt["input_ids"], target_offsets, tgt["attention_mask"], targets, tables, slots_per_row, target_groups
         ):
-            row = _extend_row(ids, offs, tgt_text, unk_id, vocab_size, table, surfaces, grow=False)
+            row = _extend_row(ids, offs, tgt_text, unk_id, vocab_size, table, slots, grow=False, expansions=groups)
             labels.append([t if m else label_pad_token_id for t, m in zip(row, mask)])
         data["labels"] = labels
 
@@ -471,11 +597,13 @@ def encode_with_oovs(
         data = {k: v[0] for k, v in data.items()}
         out = BatchEncoding(data)
         out["oov_words"] = oov_words[0]
+        out["oov_spacing"] = oov_spacing[0]
         if return_num_truncated_tokens:
             out["num_truncated_tokens"] = num_truncated[0]
         return out
     out = BatchEncoding(data, tensor_type=return_tensors)
     out["oov_words"] = oov_words
+    out["oov_spacing"] = oov_spacing
     if return_num_truncated_tokens:
         out["num_truncated_tokens"] = num_truncated
     return out
@@ -489,8 +617,9 @@ def _row_offsets(
     add_special_tokens: bool,
     stride: int,
     target: bool,
-) -> tuple[list[Any], list[int]]:
-    """Per row: character offsets of the tokens (None = unknown) and the number of tokens truncation removed."""
+) -> tuple[list[Any], list[int], list[dict[int, _Expansion]]]:
+    """Per row: character offsets of the tokens (None = unknown), the number of tokens truncation removed, and (slow
+    SentencePiece tokenizers) its expanded characters that hold an unknown piece (see :func:`_expansion_groups`)."""
     if is_fast:
         # The Rust encodings keep what truncation cut off (always, requested or not): count its non-special
         # tokens; with a stride each overflow window repeats `stride` tokens of the one before.
@@ -498,7 +627,7 @@ def _row_offsets(
             sum(o.special_tokens_mask.count(0) - stride for o in encoding.overflowing)
             for encoding in enc.encodings
         ]
-        return list(enc["offset_mapping"]), truncated
+        return list(enc["offset_mapping"]), truncated, [{}] * len(truncated)
     if target and hasattr(tokenizer, "_switch_to_target_mode"):
         tokenizer._switch_to_target_mode()  # Marian: target SentencePiece model; M2M100: target language code
     try:
@@ -510,7 +639,7 @@ def _row_offsets(
         if target and hasattr(tokenizer, "_switch_to_input_mode"):
             tokenizer._switch_to_input_mode()
     unk_id = tokenizer.unk_token_id
-    unaligned = [i for i, (offs, _) in enumerate(rows) if offs is None and unk_id in enc["input_ids"][i]]
+    unaligned = [i for i, (offs, _, _) in enumerate(rows) if offs is None and unk_id in enc["input_ids"][i]]
     if unaligned:
         warnings.warn(
             f"{type(tokenizer).__name__}: could not align the SentencePiece pieces of example(s) {unaligned[:5]} with "
@@ -518,7 +647,7 @@ def _row_offsets(
             "copy slot. The ids themselves are the tokenizer's own.",
             stacklevel=3,
         )
-    return [offs for offs, _ in rows], [n for _, n in rows]
+    return [offs for offs, _, _ in rows], [n for _, n, _ in rows], [groups for _, _, groups in rows]
 
 
 # --------------------------------------------------------------------------------------------------------- decode
@@ -562,6 +691,28 @@ def _check_table(oov_words: Any) -> list[str]:
     return table
 
 
+def _check_spacing(oov_spacing: Any, table: list[str]) -> list[Mapping[str, Any]] | None:
+    """One example's ``oov_spacing`` as a list of records (None: not given), checked against its table."""
+    if oov_spacing is None:
+        return None
+    records = list(oov_spacing)
+    if any(not isinstance(record, Mapping) for record in records):
+        what = next(type(record).__name__ for record in records if not isinstance(record, Mapping))
+        if any(isinstance(record, (list, tuple)) for record in records):
+            what = "a list of lists (the whole batch's oov_spacing)"
+        raise TypeError(
+            f"oov_spacing must be ONE example's spacing records, a list of dicts (batch['oov_spacing'][i]); got "
+            f"{what}. Pass batch['oov_spacing'][i] with batch['oov_words'][i]."
+        )
+    if len(records) != len(table):
+        raise ValueError(
+            f"oov_spacing has {len(records)} record(s) but oov_words has {len(table)} word(s): pass the two from the "
+            "same example of the same encode_with_oovs / processor output (batch['oov_words'][i] and "
+            "batch['oov_spacing'][i])."
+        )
+    return records
+
+
 def _special_ids(tokenizer: PreTrainedTokenizerBase) -> set[int]:
     ids = {i for i, tok in tokenizer.added_tokens_decoder.items() if getattr(tok, "special", False)}
     ids.update(tokenizer.all_special_ids)
@@ -599,6 +750,7 @@ def decode_with_oovs(
     vocab_size: int,
     skip_special_tokens: bool = True,
     clean_up_tokenization_spaces: bool | None = None,
+    oov_spacing: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
     """Decode one sequence of (possibly extended) ids, splicing in copied source words.
 
@@ -610,6 +762,8 @@ def decode_with_oovs(
             ``None`` = no OOVs).
         vocab_size: the model's output width used at encode time.
         skip_special_tokens, clean_up_tokenization_spaces: as for ``tokenizer.decode``.
+        oov_spacing: this example's spacing records from :func:`encode_with_oovs` (``batch["oov_spacing"][i]``,
+            one per OOV word; ``None``: the output's context alone spaces the copies, see below).
 
     Returns:
         The text. Every copied word comes out exactly as it stood in the source; the spacing around it
@@ -620,14 +774,14 @@ def decode_with_oovs(
         - word-level / WordPiece with a Metaspace pre-tokenizer (one unknown token swallows the ``▁``, so
           one slot serves "open Zyxwvut" and "%(Zyxwvut)s"): after a character that it followed in the
           source, the copy is spaced as it was there ("v2.3" stays "v2.3", "Done. Zyxwvut" keeps its space;
-          the table from :func:`encode_with_oovs` records it). Elsewhere it starts a new word at the start,
+          ``oov_spacing`` records it). Elsewhere it starts a new word at the start,
           after a letter or digit, after ``. , ; : ! ?`` and closing brackets / quotes, and is glued after
           opening brackets and quotes, ``_ - / % < >`` and line breaks (inside ``%(name)s``, ``{count}``,
           ``<b>name</b>``); a copied ``. , ) ...`` is glued to what precedes it. On real messages this
           gives the source's spacing back for 98% of the sentences with a copy.
         - BERT-style WordPiece: a copy is a word (spaced) and gets the decoder's punctuation cleanup.
         - BPE with an end-of-word suffix (``</w>``): a copy ends its word where the source's copies of it
-          did ("Cafe" + U+0301 + " vs" keeps its space; the table from :func:`encode_with_oovs` records it);
+          did ("Cafe" + U+0301 + " vs" keeps its space; ``oov_spacing`` records it);
           elsewhere a copied symbol or emoji ends its word, and a copied letter run ends its word when
           punctuation or the end follows.
         - no decoder (e.g. a ``Whitespace`` pre-tokenizer alone): tokens and copies are joined with single
@@ -637,12 +791,13 @@ def decode_with_oovs(
     Raises:
         ValueError: for an id ``>= vocab_size + len(oov_words)`` (no such OOV slot) or a negative id
             other than -100.
-        TypeError: when ``oov_words`` is not one example's table (e.g. the batch's list of tables).
+        TypeError: when ``oov_words`` (``oov_spacing``) is not one example's table (e.g. the batch's list of tables).
     """
     _check_tokenizer(tokenizer)
     vocab_size = _check_vocab_size(tokenizer, vocab_size)
     context = _DecodeContext(tokenizer, vocab_size, skip_special_tokens, clean_up_tokenization_spaces)
-    return context.decode(token_ids, _check_table(oov_words))
+    table = _check_table(oov_words)
+    return context.decode(token_ids, table, _check_spacing(oov_spacing, table))
 
 
 class _DecodeContext:
@@ -671,7 +826,7 @@ class _DecodeContext:
             self._layout = _decoder_layout(self.tokenizer)
         return self._layout
 
-    def decode(self, token_ids: Any, oov_words: list[str]) -> str:
+    def decode(self, token_ids: Any, oov_words: list[str], spacing: list[Mapping[str, Any]] | None) -> str:
         vocab_size = self.vocab_size
         items: list[tuple[bool, int]] = []  # (is_copy, id or slot)
         for pos, tok_id in enumerate(_to_id_list(token_ids)):
@@ -699,8 +854,8 @@ class _DecodeContext:
                 clean_up_tokenization_spaces=self.clean_up_tokenization_spaces,
             )
         if self.is_fast:
-            return _decode_fast(self.tokenizer, items, oov_words, self.clean_up, self.layout)
-        return _decode_slow(self.tokenizer, items, oov_words, self.clean_up)
+            return _decode_fast(self.tokenizer, items, oov_words, spacing, self.clean_up, self.layout)
+        return _decode_slow(self.tokenizer, items, oov_words, spacing, self.clean_up)
 
 
 def _splice(parts: list[str], surfaces: list[str], clean_up: bool) -> str:
@@ -773,8 +928,11 @@ def _is_punctuation(char: str) -> bool:
     return unicodedata.category(char)[0] == "P" or (char.isascii() and not char.isalnum() and not char.isspace())
 
 
-def _copy_starts_word(texts: list[str], i: int, marker: str, punctuation_apart: bool = False) -> bool:
-    """Whether the copy at ``texts[i]`` starts a new word, from the items before it (raw tokens or copied words)."""
+def _copy_starts_word(
+    texts: list[str], i: int, marker: str, punctuation_apart: bool = False, spacing: Mapping[str, Any] | None = None
+) -> bool:
+    """Whether the copy at ``texts[i]`` starts a new word, from the items before it (raw tokens or copied words) and
+    the copy's spacing record (``oov_spacing``), if any."""
     first = texts[i][:1]
     if first in _ATTACHES_LEFT or first.isspace() or (punctuation_apart and _is_punctuation(first)):
         return False  # "Saving" + "…", "Zyxwvut" + ")", a copied line break, a "▁" token of its own before "<"
@@ -783,9 +941,11 @@ def _copy_starts_word(texts: list[str], i: int, marker: str, punctuation_apart: 
     last = texts[i - 1][-1]
     if last == marker or last.isspace():
         return False  # the space is already there ("▁" token, line break)
-    spaced = getattr(texts[i], "spaced_after", {}).get(last)
-    if spaced is not None:
-        return spaced  # after the same character as in the source: its spacing ("v2.3" has no space after ".")
+    if spacing is not None:  # after the same character as in the source: its spacing ("v2.3" has no space after ".")
+        if last in (spacing.get("spaced_after") or ""):
+            return True
+        if last in (spacing.get("glued_after") or ""):
+            return False
     if last.isalnum() or unicodedata.category(last)[0] == "M":
         return True
     if last in _SYMMETRIC_QUOTES and len(texts[i - 1]) == 1:
@@ -802,12 +962,12 @@ def _copy_starts_word(texts: list[str], i: int, marker: str, punctuation_apart: 
     return last in _SPACE_AFTER
 
 
-def _copy_ends_word(surface: str, following: str | None) -> bool:
+def _copy_ends_word(surface: str, following: str | None, spacing: Mapping[str, Any] | None = None) -> bool:
     if following is None:
         return True
-    ends = getattr(surface, "ends_word", None)  # how the source spaced it, when the table knows
+    ends = spacing.get("ends_word") if spacing is not None else None  # how the source spaced it, when recorded
     if ends is not None:
-        return ends
+        return bool(ends)
     if not surface[-1].isalnum() and unicodedata.category(surface[-1])[0] != "M":
         return True  # symbols and emoji are pre-tokens of their own
     return following is None or not following[:1].isalnum()
@@ -817,16 +977,19 @@ def _decode_fast(
     tokenizer: PreTrainedTokenizerBase,
     items: list[tuple[bool, int]],
     oov_words: list[str],
+    spacing: list[Mapping[str, Any]] | None,
     clean_up: bool,
     layout: dict[str, Any],
 ) -> str:
     backend = tokenizer.backend_tokenizer
     tokens: list[str | None] = []  # None marks a copied word
     surfaces: list[str] = []
+    records: list[Mapping[str, Any] | None] = []  # per copied word, its spacing record
     for is_copy, value in items:
         if is_copy:
             tokens.append(None)
             surfaces.append(oov_words[value])
+            records.append(spacing[value] if spacing is not None else None)
         else:
             tok = backend.id_to_token(value)
             if tok is not None:
@@ -838,17 +1001,19 @@ def _decode_fast(
         # what each item reads as: the token's own string, or the copied word
         copy_iter = iter(surfaces)
         texts = [tok if tok is not None else next(copy_iter) for tok in tokens]
+        record_iter = iter(records)
         filled: list[str] = []
         for i, tok in enumerate(tokens):
             if tok is not None:
                 filled.append(tok)
                 continue
+            record = next(record_iter)
             placeholder = sentinel
             if layout["swallows_marker"]:
-                if _copy_starts_word(texts, i, layout["marker"], layout["punctuation_apart"]):
+                if _copy_starts_word(texts, i, layout["marker"], layout["punctuation_apart"], record):
                     placeholder = layout["marker"] + sentinel
             elif layout["suffix"]:
-                if _copy_ends_word(texts[i], texts[i + 1] if i + 1 < len(texts) else None):
+                if _copy_ends_word(texts[i], texts[i + 1] if i + 1 < len(texts) else None, record):
                     placeholder = sentinel + layout["suffix"]
             filled.append(placeholder)
         text = backend.decoder.decode(filled) if backend.decoder is not None else " ".join(filled)
@@ -886,10 +1051,12 @@ def _decode_slow(
     tokenizer: PreTrainedTokenizerBase,
     items: list[tuple[bool, int]],
     oov_words: list[str],
+    spacing: list[Mapping[str, Any]] | None,
     clean_up: bool,
 ) -> str:
     """SentencePiece slow tokenizers: decode each run of in-vocabulary ids with the tokenizer itself (its decode
-    drops a leading or trailing "▁", so the run's own markers say where the spaces go) and splice the copies in."""
+    drops a leading or trailing "▁", so the run's own markers say where the spaces go) and splice the copies in; a
+    copy whose "▁" went into another piece of its character (``starts_word``) brings the space itself."""
     parts: list[str] = []
     surfaces: list[str] = []
     text = ""
@@ -911,7 +1078,8 @@ def _decode_slow(
     for is_copy, value in items:
         if is_copy:
             flush(last=False)
-            if pending_space:
+            brings_space = spacing is not None and bool(spacing[value].get("starts_word"))
+            if pending_space or (brings_space and not text.endswith(" ")):
                 text += " "
             pending_space = False
             parts.append(text)
@@ -935,11 +1103,13 @@ def batch_decode_with_oovs(
     vocab_size: int,
     skip_special_tokens: bool = True,
     clean_up_tokenization_spaces: bool | None = None,
+    oov_spacing_per_example: Sequence[Sequence[Mapping[str, Any]] | None] | None = None,
 ) -> list[str]:
-    """Decode ``(B, L)`` sequences, each with its own OOV table (``oov_words_per_example[b]``).
+    """Decode ``(B, L)`` sequences, each with its own OOV table (``oov_words_per_example[b]``) and, optionally, its
+    spacing records (``oov_spacing_per_example[b]``: ``batch["oov_spacing"]``).
 
     See :func:`decode_with_oovs` for the per-sequence rules. Raises ``ValueError`` when the number
-    of sequences and of OOV tables differ.
+    of sequences and of OOV tables (or spacing records) differ.
     """
     if hasattr(sequences, "tolist"):
         sequences = sequences.tolist()
@@ -951,10 +1121,20 @@ def batch_decode_with_oovs(
             "(beam outputs with num_return_sequences > 1 need their table repeated; PointerGeneratorProcessor."
             "batch_decode does that)."
         )
+    spacings = [None] * len(tables) if oov_spacing_per_example is None else list(oov_spacing_per_example)
+    if len(spacings) != len(tables):
+        raise ValueError(
+            f"Got {len(tables)} OOV tables but {len(spacings)} oov_spacing entries; pass the oov_spacing of the same "
+            "examples as the tables (batch['oov_spacing'] with batch['oov_words'])."
+        )
     _check_tokenizer(tokenizer)
     vocab_size = _check_vocab_size(tokenizer, vocab_size)
     context = _DecodeContext(tokenizer, vocab_size, skip_special_tokens, clean_up_tokenization_spaces)
-    return [context.decode(seq, _check_table(table)) for seq, table in zip(sequences, tables)]
+    decoded = []
+    for seq, words, spacing in zip(sequences, tables, spacings):
+        table = _check_table(words)
+        decoded.append(context.decode(seq, table, _check_spacing(spacing, table)))
+    return decoded
 
 
 def _warn_if_copies_dropped(token_ids: Any, vocab_size: int, *, stacklevel: int = 2) -> int:

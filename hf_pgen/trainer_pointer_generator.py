@@ -56,7 +56,10 @@ class PointerGeneratorEvalPrediction(EvalPrediction):
     Attributes:
         oov_words: `list[list[str]]`, one OOV table per row of `predictions` (None when the dataset has no
             `oov_words` column): decode with `hf_pgen.batch_decode_with_oovs(tokenizer, ids, eval_pred.oov_words,
-            vocab_size=model.config.vocab_size)` or `processor.batch_decode(ids, eval_pred.oov_words)`.
+            vocab_size=model.config.vocab_size, oov_spacing_per_example=eval_pred.oov_spacing)` or
+            `processor.batch_decode(ids, eval_pred.oov_words, oov_spacing=eval_pred.oov_spacing)`.
+        oov_spacing: `list[list[dict]]`, the rows' spacing records (the dataset's `oov_spacing` column, None when it
+            has none), which space some copies as the source did (`v2.3`, not `v2. 3`, with a word-level vocabulary).
         columns: `{name: list}` of the other requested dataset columns (e.g. raw source / reference texts), per row.
         example_indices: `(rows,)` position of each row in the evaluated dataset.
     """
@@ -71,9 +74,11 @@ class PointerGeneratorEvalPrediction(EvalPrediction):
         oov_words: list[list[str]] | None = None,
         columns: dict[str, list] | None = None,
         example_indices: np.ndarray | None = None,
+        oov_spacing: list[list[dict]] | None = None,
     ):
         super().__init__(predictions=predictions, label_ids=label_ids, inputs=inputs, losses=losses)
         self.oov_words = oov_words
+        self.oov_spacing = oov_spacing
         self.columns = columns or {}
         self.example_indices = example_indices
 
@@ -86,6 +91,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
     Args:
         oov_words_column: the evaluation dataset column holding each example's OOV table (what
             `PointerGeneratorProcessor` / `encode_with_oovs` return as `oov_words`).
+        oov_spacing_column: the column holding each example's spacing records (`oov_spacing` from the same call);
+            without it copies are spaced by the output's context alone.
         example_columns: more dataset columns to hand `compute_metrics` row-aligned in `eval_pred.columns` (raw
             source and reference texts, say). A `compute_metrics` built by `build_compute_metrics` asks for its own.
         protect: protected spans for generated predictions (`predict_with_generate`), as in
@@ -117,6 +124,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         data_collator=None,
         *more,
         oov_words_column: str = "oov_words",
+        oov_spacing_column: str = "oov_spacing",
         example_columns: Sequence[str] = (),
         protect: Any = None,
         source_column: str = "source",
@@ -132,6 +140,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             data_collator = DataCollatorForPointerGenerator(tokenizer, model=model)
         super().__init__(model, args, data_collator, *more, **kwargs)
         self.oov_words_column = oov_words_column
+        self.oov_spacing_column = oov_spacing_column
         self.example_columns = tuple(example_columns)
         if protect is not None:
             _check_protect(protect)  # a bad pattern fails before any training
@@ -311,6 +320,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         indices = [int(i) for i in indices]
         tables = examples.column(self.oov_words_column)
         oov_words = None if tables is None else [list(tables[i] or ()) for i in indices]
+        records = examples.column(self.oov_spacing_column) if tables is not None else None
+        oov_spacing = None if records is None else [list(records[i] or ()) for i in indices]
         wanted = [*self.example_columns, *getattr(compute_metrics, "example_columns", ())]
         columns = {}
         for name in dict.fromkeys(wanted):
@@ -328,7 +339,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             )
         eval_pred = PointerGeneratorEvalPrediction(
             predictions, label_ids, inputs, losses, oov_words=oov_words, columns=columns,
-            example_indices=np.asarray(indices),
+            example_indices=np.asarray(indices), oov_spacing=oov_spacing,
         )
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         with _warn_on_lossy_decode(tokenizer, vocab_size if _has_copy_head(self.model) else None):
@@ -407,17 +418,18 @@ def build_compute_metrics(
         if predictions.ndim == 3:  # log-probabilities (predict_with_generate off)
             predictions = predictions.argmax(-1)
         tables = getattr(eval_pred, "oov_words", None)
+        spacing = getattr(eval_pred, "oov_spacing", None) if tables is not None else None
         if tables is None:
             tables = [None] * len(predictions)
         columns = getattr(eval_pred, "columns", {})
-        decoded = [text.strip() for text in
-                   batch_decode_with_oovs(tokenizer, predictions, tables, vocab_size=vocab_size)]
+        decoded = [text.strip() for text in batch_decode_with_oovs(
+            tokenizer, predictions, tables, vocab_size=vocab_size, oov_spacing_per_example=spacing)]
         if reference_column is not None:
             references = [str(text).strip() for text in columns[reference_column]]
         else:
-            references = [text.strip() for text in
-                          batch_decode_with_oovs(tokenizer, np.asarray(eval_pred.label_ids), tables,
-                                                 vocab_size=vocab_size)]
+            references = [text.strip() for text in batch_decode_with_oovs(
+                tokenizer, np.asarray(eval_pred.label_ids), tables, vocab_size=vocab_size,
+                oov_spacing_per_example=spacing)]
         sources = [str(text) for text in columns[source_column]] if source_column is not None else None
         if metrics is not None:
             result = metrics(sources, decoded, references, tables)

@@ -58,7 +58,7 @@ def test_pads_each_key(tok, features, side, vocab_size):
         batch = DataCollatorForPointerGenerator(tok)(features)
     finally:
         tok.padding_side = old
-    assert "oov_words" not in batch
+    assert "oov_words" not in batch and "oov_spacing" not in batch
     assert set(batch) == {"input_ids", "attention_mask", "extended_input_ids", "labels"}
     src_len = [len(f["input_ids"]) for f in features]
     tgt_len = [len(f["labels"]) for f in features]
@@ -146,6 +146,7 @@ def test_dataloader_over_mapped_dataset(tok, vocab_size, pointer_generator):
     mapped = raw.map(preprocess, batched=True, batch_size=3, remove_columns=["src", "tgt"])
     mapped = mapped.add_column("num_truncated_tokens", [0, 0, 0, 0])  # decoding-only keys are dropped as well
     assert mapped["oov_words"] == [["Zyxwvut"], ["Qwzxy", "Zyxwvut"], [], []]
+    assert [len(records) for records in mapped["oov_spacing"]] == [1, 2, 0, 0]  # the spacing column travels along
     loader = torch.utils.data.DataLoader(
         mapped, batch_size=3,
         collate_fn=DataCollatorForPointerGenerator(tok, model=pointer_generator, pad_to_multiple_of=4),
@@ -153,7 +154,7 @@ def test_dataloader_over_mapped_dataset(tok, vocab_size, pointer_generator):
     batches = list(loader)
     assert [b["input_ids"].shape[0] for b in batches] == [3, 1]
     for b in batches:
-        assert "oov_words" not in b and "num_truncated_tokens" not in b and b["input_ids"].shape[1] % 4 == 0
+        assert not {"oov_words", "oov_spacing", "num_truncated_tokens"} & set(b) and b["input_ids"].shape[1] % 4 == 0
         assert b["extended_input_ids"].dtype == torch.long and "decoder_input_ids" in b
         with torch.no_grad():
             assert torch.isfinite(pointer_generator(**b).loss)

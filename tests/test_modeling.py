@@ -442,6 +442,11 @@ def test_bad_inputs_get_clear_errors():
     wrong[0, 0] = 40
     with pytest.raises(ValueError, match=r"extended_input_ids\[0, 0\] = 40"):
         model(input_ids=input_ids, extended_input_ids=wrong, decoder_input_ids=input_ids[:, :2])
+    # The unknown token is allowed anywhere: a piece whose text another position's OOV slot spells whole (issue 28
+    # item 8: "ǅ" as "▁D" + unknown "ž" under a slow SentencePiece tokenizer) copies as nothing.
+    absorbed = extended.clone()
+    absorbed[1, 1] = UNK
+    model(input_ids=input_ids, extended_input_ids=absorbed, decoder_input_ids=input_ids[:, :2])
     labels = torch.tensor([[VOCAB, 2], [5, 2], [5, 2]])  # row 0 owns no extended slot
     with pytest.raises(ValueError, match=r"labels\[0, 0\].*beyond the extended vocabulary"):
         model(input_ids=input_ids, extended_input_ids=extended, labels=labels)
@@ -685,12 +690,17 @@ def test_generate_checks_extended_ids_and_takes_encoded_batches():
     with pytest.raises(ValueError, match="same source positions"):
         model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended[:, :5],
                        max_new_tokens=3)
-    # A batch as the encode side returns it (with its decoding-only keys) goes straight in.
+    # A batch as the encode side returns it (with its decoding-only keys) goes straight in, to forward() too.
+    spacing = {"spaced_after": "", "glued_after": ".", "ends_word": True}
     batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                 oov_words=[[], ["x"], ["y", "z"]], num_truncated_tokens=[0, 0, 0])
+                 oov_words=[[], ["x"], ["y", "z"]], oov_spacing=[[], [spacing], [spacing, spacing]],
+                 num_truncated_tokens=[0, 0, 0])
     plain = model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
                            max_new_tokens=4)
     assert torch.equal(model.generate(**batch, max_new_tokens=4), plain)
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
+                   decoder_input_ids=input_ids[:, :2]).logits
+    torch.testing.assert_close(model(**batch, decoder_input_ids=input_ids[:, :2]).logits, logits)
 
 
 def test_forward_honours_config_output_flags():

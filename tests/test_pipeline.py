@@ -215,6 +215,13 @@ def test_each_input_copies_its_own_words_in_any_batch(translator, batch_size):
     assert "<unk>" not in " ".join(batched)
 
 
+def test_copies_are_spaced_as_in_the_source_in_any_batch(translator):
+    """The word-level unknown token swallows the space before "3": each input's `oov_spacing` records travel with its
+    table through batching, so "v2.3" is not written "v2. 3"."""
+    texts = ["Update to v2.3 now", "Open the file.3 now", "Open the file. Nakamura now"]
+    assert _texts(translator(texts, batch_size=2)) == _texts(translator(texts)) == texts
+
+
 def test_blank_and_unusual_inputs(translator):
     inputs = ["", "   ", "Open Nakamura now", "emoji 😀 and \x07 bell", "Schriften 日本語 Ελληνικά"]
     outputs = _texts(translator(inputs, batch_size=4))
@@ -391,6 +398,31 @@ def test_copy_records_agree_with_generate_and_with_their_own_text(trained_copier
     assert records[1]["tokens"][0]["attention"] == pytest.approx(out.pointer_attentions[0, kept[0]].tolist(), abs=1e-5)
     assert any(token["source_span"] for token in records[1]["tokens"])
     json.dumps(records)  # plain data
+
+
+def test_copy_records_of_blank_inputs_list_no_tokens(translator):
+    """Issue 28 item 11 (F11): a blank input's translation is "" whatever the model generated, but its record listed
+    the generated tokens, whose texts then no longer joined to the translation."""
+    records = translator(["", "   ", NAMES[0]], return_copy_info=True, batch_size=2)
+    for record in records:
+        assert "".join(token["text"] for token in record["tokens"]) == record["translation_text"]
+    assert [(r["translation_text"], r["tokens"]) for r in records[:2]] == [("", []), ("", [])]
+    assert records[2]["tokens"] and records[2]["source_tokens"]
+
+
+def test_copy_records_of_an_nfd_source_span_its_combining_marks(translator):
+    """Issue 28 item 11 (F12): the NFC normalizer composes "e" + U+0301, whose offsets end before the mark, so the
+    mark belonged to no source token and a copied "Cafe" + U+0301 pointed at "Cafe". Source tokens take in the marks
+    after them, as the copied words do."""
+    text = "Open Cafe\u0301 now"
+    [record] = translator([text], return_copy_info=True)
+    assert record["translation_text"] == text
+    spans = [token["span"] for token in record["source_tokens"] if token["span"] is not None]
+    assert all(text[a:b] == token["text"] for (a, b), token in zip(spans, record["source_tokens"]))
+    assert sorted(i for a, b in spans for i in range(a, b)) == list(range(len(text)))  # every character, once
+    copied = [token for token in record["tokens"] if token["source_span"] is not None]
+    assert any("\u0301" in token["text"] for token in copied)
+    assert all(text[slice(*token["source_span"])] == token["text"] for token in copied)
 
 
 def test_copy_records_mark_protected_spans_and_need_a_copy_model(translator, tmp_path):

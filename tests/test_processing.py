@@ -41,7 +41,9 @@ def test_call_is_the_functional_layer_with_the_models_width(tokenizer, model):
     expected = encode_with_oovs(
         tokenizer, SOURCES, SOURCES, vocab_size=model.config.vocab_size, padding=True, return_tensors="pt"
     )
-    assert set(batch) == set(expected) == {"input_ids", "attention_mask", "extended_input_ids", "labels", "oov_words"}
+    assert set(batch) == set(expected) == {
+        "input_ids", "attention_mask", "extended_input_ids", "labels", "oov_words", "oov_spacing"
+    }
     for key in ("input_ids", "attention_mask", "extended_input_ids", "labels"):
         assert torch.equal(batch[key], expected[key])
     assert batch["oov_words"] == expected["oov_words"] and "Zyxwvut" in batch["oov_words"][0]
@@ -65,6 +67,28 @@ def test_generate_and_batch_decode_with_num_return_sequences(tokenizer, model):
         processor.batch_decode(ids[:5], batch)
     with pytest.raises(KeyError, match="oov_words"):
         processor.batch_decode(ids, {"input_ids": batch["input_ids"]})
+
+
+def test_batch_decode_reads_the_spacing_records_of_a_batch_even_through_json(tokenizer, model):
+    """Issue 28 item 9: the word-level unknown token swallows the space before "3"; the batch's `oov_spacing` says
+    how the source spaced it, survives JSON, and is repeated per row like the tables."""
+    import json
+
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    texts = ["Update to v2.3 now", "Open the file.3 now"]
+    batch = processor(texts)
+    assert all("3" in table for table in batch["oov_words"])
+    ids = batch["extended_input_ids"]  # a perfect copy
+    back = json.loads(json.dumps(dict(batch)))
+    assert processor.batch_decode(ids, batch) == processor.batch_decode(ids, back) == texts
+    assert processor.batch_decode(ids, batch["oov_words"], oov_spacing=batch["oov_spacing"]) == texts
+    assert [processor.decode(row, table, oov_spacing=spacing) for row, table, spacing in zip(
+        ids, batch["oov_words"], batch["oov_spacing"])] == texts
+    twice = [row for row in ids for _ in range(2)]  # num_return_sequences=2: each example's records serve 2 rows
+    assert processor.batch_decode(twice, back) == [text for text in texts for _ in range(2)]
+    assert processor.batch_decode(ids, batch["oov_words"])[0] == "Update to v2. 3 now"  # words only: by context
+    with pytest.raises(ValueError, match="oov_spacing does not match"):
+        processor.batch_decode(ids, batch["oov_words"], oov_spacing=batch["oov_spacing"][:1])
 
 
 def test_batch_decode_repeats_each_table_for_its_rows(tokenizer, model):

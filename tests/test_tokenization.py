@@ -539,6 +539,28 @@ def test_nfd_copy_is_the_source_text(family, word):
     assert decode_with_oovs(tok, enc["labels"][0], table, vocab_size=V) == decoded
 
 
+@pytest.mark.parametrize("family", UNK_FAMILIES)
+def test_a_word_written_in_nfd_and_in_nfc_comes_back_in_each_form(toks, family):
+    """Issue 28 item 11 (F15): the slot was keyed by the NFC form, so a source holding "Cafe" + U+0301 and "Café"
+    came back with both in the first one's form. Each exact text has its own slot; a target in the other form than
+    its source still copies the source's word."""
+    tok = toks[family]
+    V = len(tok)
+    nfd, nfc = "Cafe\u0301", "Caf\u00e9"
+    source = f"{nfd} and {nfc}"
+    enc = encode_with_oovs(tok, [source, f"the {nfd} file"], [f"{nfc} and {nfd}", f"the {nfc} file"], vocab_size=V)
+    table = enc["oov_words"][0]
+    assert len(table) == 2 and unicodedata.normalize("NFC", table[0]) == unicodedata.normalize("NFC", table[1])
+    copied = decode_with_oovs(tok, enc["extended_input_ids"][0], table, vocab_size=V, oov_spacing=enc["oov_spacing"][0])
+    assert copied == source
+    # each form of the target takes the slot of the same form
+    target = decode_with_oovs(tok, enc["labels"][0], table, vocab_size=V, oov_spacing=enc["oov_spacing"][0])
+    assert target == f"{nfc} and {nfd}"
+    # a source with the NFD form only: the NFC target copies it (in the source's form)
+    [word] = enc["oov_words"][1]
+    assert V in enc["labels"][1] and nfd.endswith(word)
+
+
 def _assert_copied_back(decoded: str, source: str, table: list[str]) -> None:
     """Copies come back byte for byte; in-vocabulary pieces may come back normalized (NFKC)."""
     assert unicodedata.normalize("NFKC", decoded) == unicodedata.normalize("NFKC", source)
@@ -561,7 +583,9 @@ def test_bpe_end_of_word_suffix_keeps_the_space_after_a_copy():
     for text in ("Cafe\u0301 vs cafe", "Zaz\u0307 ok", "na\u0308ive or Cafe\u0301s"):
         enc = encode_with_oovs(tok, text, vocab_size=V)
         assert enc["oov_words"], text
-        assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text  # 'Cafévs'
+        decoded = decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V,
+                                   oov_spacing=enc["oov_spacing"])
+        assert decoded == text  # 'Cafévs'
 
 
 def test_wordpiece_copied_punctuation_gets_the_decoders_cleanup():
@@ -694,6 +718,67 @@ def test_slow_copy_round_trip(slow_toks, name):
     assert decode_with_oovs(tok, [*ids, smile], table, vocab_size=V) == "the file😀"
 
 
+# Characters that NFKC expands into several characters, one of them unknown to the small vocabularies (the
+# tokenizer's own "№" -> "No" holds no unknown piece: that is normalization, not copying).
+NFKC_EXPANDED = ("Add ½ cup", "It is 30℃ now", "The ǅ letter", "Firma ㈱ Tokyo", "Sign Ⅻ here", "Room №5")
+
+
+@pytest.fixture(scope="module")
+def nfkc_toks(slow_toks, tmp_path_factory):
+    """The slow SentencePiece stand-ins (Marian, M2M100, the opus-mt recipe's Marian) and two fast NFKC ones."""
+    import warnings
+
+    from testing_checkpoints import build_checkpoint
+    from transformers import AutoTokenizer
+
+    toks = dict(slow_toks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses."
+        for name in ("opus-mt", "t5-small", "mbart-50"):
+            toks[name] = AutoTokenizer.from_pretrained(build_checkpoint(name, tmp_path_factory.mktemp(name)))
+    return toks
+
+
+@pytest.mark.parametrize("name", ("marian", "m2m100", "opus-mt", "t5-small", "mbart-50"))
+def test_a_copy_of_an_nfkc_expanded_character_is_the_source_character(nfkc_toks, name):
+    """Issue 28 item 8: SentencePiece gives an expanded character to the last of its pieces, so a perfect copy lost
+    the unknown part ("½" -> "12", "㈱" -> "()", "30℃" -> "30C", "Ⅻ" -> "II") or repeated the known one ("ǅ" ->
+    "Dǅ"). Now the unknown piece's slot holds the whole character and its other pieces copy as nothing."""
+    tok = nfkc_toks[name]
+    V = _width(tok)
+    texts = list(NFKC_EXPANDED)
+    enc = encode_with_oovs(tok, texts, texts, vocab_size=V)
+    spelled = []
+    for text, ids, ext, labels, table, spacing in zip(texts, enc["input_ids"], enc["extended_input_ids"],
+                                                      enc["labels"], enc["oov_words"], enc["oov_spacing"]):
+        char = next(c for c in text if not c.isascii())
+        copied = decode_with_oovs(tok, ext, table, vocab_size=V, oov_spacing=spacing)
+        if not any(char in word for word in table):  # no unknown piece: the tokenizer's own normalization stays
+            assert copied == text.replace(char, unicodedata.normalize("NFKC", char))
+            continue
+        spelled.append(text)
+        assert copied == text
+        assert decode_with_oovs(tok, labels, table, vocab_size=V, oov_spacing=spacing) == text
+        # the ids the model reads are the tokenizer's; a copy differs only where it spells or repeats a character
+        assert all(e == i or e >= V or e == tok.unk_token_id for e, i in zip(ext, ids))
+    # every case of the review among them (opus-mt's vocabulary spells "Ⅻ" as "XII")
+    wanted = {"marian": 5, "m2m100": 5, "opus-mt": 4}.get(name, len(texts))
+    assert len(spelled) == wanted and "The ǅ letter" in spelled and "It is 30℃ now" in spelled, spelled
+    # Tables from JSON decode the same, and the copied "ǅ" starts a word wherever it goes (its "▁" went into "▁D").
+    back = json.loads(json.dumps({key: enc[key] for key in ("extended_input_ids", "oov_words", "oov_spacing")}))
+    assert batch_decode_with_oovs(tok, back["extended_input_ids"], back["oov_words"], vocab_size=V,
+                                  oov_spacing_per_example=back["oov_spacing"]) == [
+        decode_with_oovs(tok, ext, table, vocab_size=V, oov_spacing=spacing)
+        for ext, table, spacing in zip(enc["extended_input_ids"], enc["oov_words"], enc["oov_spacing"])
+    ]
+    if not tok.is_fast:
+        table, spacing = enc["oov_words"][2], enc["oov_spacing"][2]
+        the = tok("the", add_special_tokens=False)["input_ids"]
+        assert decode_with_oovs(tok, [*the, V + table.index("ǅ")], table, vocab_size=V, oov_spacing=spacing) == (
+            "the ǅ"
+        )
+
+
 def test_marian_target_side_uses_the_target_model(slow_toks):
     tok = slow_toks["marian"]
     V = _width(tok)
@@ -770,25 +855,57 @@ def test_no_decoder_tokenizer_keeps_copied_words_whole(toks):
 
 @pytest.mark.parametrize("family", METASPACE_WORD_FAMILIES)
 def test_metaspace_copy_after_a_full_stop_keeps_the_sources_spacing(family):
-    """The unknown token swallows the "▁", so the ids cannot say whether "v2.W" had a space after the ".": the table
-    remembers how the source spaced the word, per character it followed ("file.W" came back as "file. W", so
-    "v2.3" with "3" unknown as "v2. 3")."""
-    import pickle
-
+    """The unknown token swallows the "▁", so the ids cannot say whether "v2.W" had a space after the ".":
+    `oov_spacing` records how the source spaced the word, per character it followed ("file.W" came back as
+    "file. W", so "v2.3" with "3" unknown as "v2. 3")."""
     tok = _build(family)
     word, _ = OOV_PAIRS[family]
     V = len(tok)
     for text in (f"the file.{word} is the file", f"the file. {word} is the file"):
         enc = encode_with_oovs(tok, text, vocab_size=V)
         assert enc["oov_words"] == [word]
-        assert decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V) == text
+        spacing = enc["oov_spacing"]
+        decoded = decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V, oov_spacing=spacing)
+        assert decoded == text
     # Elsewhere the output's context decides (the source had the word after ".", the output after "the")
     the = tok.convert_tokens_to_ids("▁the")
-    assert decode_with_oovs(tok, [the, V], enc["oov_words"], vocab_size=V) == f"the {word}"
-    # A table that lost it (JSON, Arrow: plain strings) decodes by the context alone: a space after "."
+    assert decode_with_oovs(tok, [the, V], enc["oov_words"], vocab_size=V, oov_spacing=spacing) == f"the {word}"
+    # Without the records (an older table: words only), the context alone: a space after "."
     glued = encode_with_oovs(tok, f"the file.{word} is the file", vocab_size=V)
-    plain = json.loads(json.dumps(glued["oov_words"]))
-    assert decode_with_oovs(tok, glued["extended_input_ids"], plain, vocab_size=V) == f"the file. {word} is the file"
-    # ... and keeps it through pickling (DataLoader workers)
-    kept = pickle.loads(pickle.dumps(glued["oov_words"]))
-    assert decode_with_oovs(tok, glued["extended_input_ids"], kept, vocab_size=V) == f"the file.{word} is the file"
+    assert decode_with_oovs(tok, glued["extended_input_ids"], glued["oov_words"], vocab_size=V) == (
+        f"the file. {word} is the file"
+    )
+
+
+@pytest.mark.parametrize("family", METASPACE_WORD_FAMILIES)
+def test_spacing_survives_dataset_map_and_json(family):
+    """Issue 28 item 9: the spacing lived in a str subclass that Arrow and JSON drop, so after `Dataset.map` (the
+    Trainer's path) "v2.3" with "3" unknown decoded as "v2. 3". `oov_spacing` is plain data: both keep it."""
+    from datasets import Dataset
+
+    tok = _build(family)
+    V = len(tok)
+    texts = ["Update to v2.3 now", "the file. 3 is", "Open it"]
+    mapped = Dataset.from_dict({"text": texts}).map(
+        lambda batch: encode_with_oovs(tok, batch["text"], vocab_size=V), batched=True
+    )
+    assert "3" in mapped[0]["oov_words"] and "3" in mapped[1]["oov_words"]
+    keys = ("extended_input_ids", "oov_words", "oov_spacing")
+    in_memory = encode_with_oovs(tok, texts, vocab_size=V)
+    from_json = json.loads(json.dumps({key: in_memory[key] for key in keys}))
+    for columns in ({key: mapped[key] for key in keys}, from_json):
+        decoded = batch_decode_with_oovs(tok, columns["extended_input_ids"], columns["oov_words"], vocab_size=V,
+                                         oov_spacing_per_example=columns["oov_spacing"])
+        assert decoded == texts
+        one = decode_with_oovs(tok, columns["extended_input_ids"][0], columns["oov_words"][0], vocab_size=V,
+                               oov_spacing=columns["oov_spacing"][0])
+        assert one == "Update to v2.3 now"
+    # oov_words alone still decode, by the output's context (as before the records existed)
+    assert batch_decode_with_oovs(tok, mapped["extended_input_ids"], mapped["oov_words"], vocab_size=V)[0] == (
+        "Update to v2. 3 now"
+    )
+    with pytest.raises(ValueError, match="oov_spacing has 0 record"):
+        decode_with_oovs(tok, mapped["extended_input_ids"][0], mapped["oov_words"][0], vocab_size=V, oov_spacing=[])
+    with pytest.raises(TypeError, match=r"batch\['oov_spacing'\]\[i\]"):
+        decode_with_oovs(tok, mapped["extended_input_ids"][0], mapped["oov_words"][0], vocab_size=V,
+                         oov_spacing=mapped["oov_spacing"])

@@ -263,6 +263,35 @@ def test_build_compute_metrics(copier_eval, tmp_path):
         build_compute_metrics(tokenizer)
 
 
+def test_compute_metrics_spaces_copies_as_the_source_did(tokenizer, tmp_path):
+    """Issue 28 item 9: the word-level unknown token swallows the space before "3", and the spacing the table kept
+    was lost on the dataset's Arrow round trip, so compute_metrics read "v2. 3". The `oov_spacing` column keeps it
+    and reaches `eval_pred.oov_spacing`."""
+    model = tiny_model(tokenizer)
+    vocab_size = model.config.vocab_size
+    texts = ["Update to v2.3 now", "Open the file.3 now", "Open the file"]
+    data = copy_task(tokenizer, texts, vocab_size)
+    assert "3" in data[0]["oov_words"] and "oov_spacing" in data.column_names
+    seen = {}
+
+    def metrics(sources, predictions, references, tables):
+        seen["references"] = references
+        return {}
+
+    def compute_metrics(eval_pred):
+        seen["spacing"] = eval_pred.oov_spacing
+        return build_compute_metrics(tokenizer, vocab_size=vocab_size, metrics=metrics)(eval_pred)
+
+    trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=training_args(tmp_path), processing_class=tokenizer,
+                                             compute_metrics=compute_metrics)
+    trainer.evaluate(data)
+    assert seen["references"] == texts  # decoded from the labels, with the copies spaced as in the source
+    assert seen["spacing"] == list(data["oov_spacing"])
+    # Without the column, the output's context alone spaces the copies (and nothing breaks).
+    trainer.evaluate(data.remove_columns("oov_spacing"))
+    assert seen["spacing"] is None and seen["references"][0] == "Update to v2. 3 now"
+
+
 def test_early_stopping_and_the_best_model_on_eval_loss(tokenizer, tmp_path):
     from transformers import EarlyStoppingCallback
 

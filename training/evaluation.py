@@ -40,13 +40,16 @@ def mean_p_gen(trainer, dataset) -> float | None:
     return float(total[0] / total[1]) if total[1] > 0 else None
 
 
-def decode_predictions(predictions: np.ndarray, oov_words: list[list[str]] | None, tokenizer, vocab_size: int
-                       ) -> list[str]:
-    """Generated ids (rows in dataset order, -100 padded) as text, copied words spliced in from each row's table."""
+def decode_predictions(predictions: np.ndarray, oov_words: list[list[str]] | None, tokenizer, vocab_size: int,
+                       oov_spacing: list[list[dict]] | None = None) -> list[str]:
+    """Generated ids (rows in dataset order, -100 padded) as text, copied words spliced in from each row's table
+    (and spaced by its `oov_spacing` records, when given)."""
     if isinstance(predictions, tuple):
         predictions = predictions[0]
     tables = oov_words if oov_words is not None else [None] * len(predictions)
-    return [text.strip() for text in batch_decode_with_oovs(tokenizer, predictions, tables, vocab_size=vocab_size)]
+    spacing = oov_spacing if oov_words is not None else None
+    return [text.strip() for text in batch_decode_with_oovs(tokenizer, predictions, tables, vocab_size=vocab_size,
+                                                            oov_spacing_per_example=spacing)]
 
 
 def write_predictions(path: str | Path, predictions: list[str]) -> None:

@@ -445,6 +445,7 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             "attention_mask": encoded["attention_mask"],
             "labels": labels,
             "oov_words": encoded["oov_words"],
+            "oov_spacing": encoded["oov_spacing"],
             "source_truncated": [n > 0 for n in encoded["num_truncated_tokens"]],
             "target_truncated": [n > 0 for n in truncated_targets],
             "num_tokens": [sum(m) + sum(1 for t in row if t != -100)
@@ -567,7 +568,7 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         if trainer.is_world_process_zero() and training_args.predict_with_generate:
             output_dir.mkdir(parents=True, exist_ok=True)
             predictions = decode_predictions(predict_results.predictions, predict_dataset["oov_words"], tokenizer,
-                                             vocab_size)
+                                             vocab_size, predict_dataset["oov_spacing"])
             write_predictions(output_dir / "generated_predictions.txt", predictions)
         if trainer.is_world_process_zero() and data_args.copy_records:
             write_copy_records(output_dir, trainer.model, tokenizer, predict_dataset["source"][: data_args.copy_records],
