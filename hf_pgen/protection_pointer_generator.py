@@ -88,9 +88,9 @@ the spans they lack. With `protect="placeholders"` the decoded text also reads a
 (*Neighbours*). That the decoded text holds a span byte for byte also needs a decoder that gives the span text back
 in context: Metaspace/SentencePiece/byte-level decoders do; a Whitespace pre-tokenizer without a decoder does not.
 With a word-level vocabulary, whose unknown token swallows the space before it, `decode_with_oovs` spaces a copied
-piece as the source did after the same character (`v2.3` with `3` unknown comes back as `v2.3`) as long as the OOV
-table is the one the processor made; a table read back from JSON holds plain strings, and a copy after "." then
-gets a space (`v2. 3`).
+piece as the source did after the same character (`v2.3` with `3` unknown comes back as `v2.3`) as long as the decoder gets the batch's
+`oov_spacing` with its `oov_words` (plain strings and booleans, which JSON and `datasets` keep;
+`processor.batch_decode(ids, batch)` passes both); given `oov_words` alone, a copy after "." gets a space (`v2. 3`).
 
 This file is saved next to the model as remote code: it imports only the standard library, ``torch``,
 ``transformers`` and its hf_pgen siblings (relative imports).
@@ -445,7 +445,9 @@ def _protected_spans_for_batch(
         if mode == "oov":
             for position, token_id in enumerate(ids):
                 if mask[position] and token_id >= vocab_size:
-                    entry = by_text.setdefault(oov_words[token_id - vocab_size], {"count": 0, "variants": []})
+                    entry = by_text.setdefault(
+                        oov_words[token_id - vocab_size], {"count": 0, "variants": [], "context": [], "follows": set()}
+                    )
                     entry["count"] += 1
                     entry["variants"].append((token_id,))
         else:
