@@ -48,10 +48,11 @@ def _header(report: dict) -> list[str]:
         + f". Load average at start {', '.join(f'{x:.2f}' for x in m['load_average_at_start'])}; "
         f"at end {', '.join(f'{x:.2f}' for x in report['load_average_at_end'])}.",
         "",
-        f"Command: `{report['command']}`; run time {report['run_time_s'] / 60:.1f} min. "
-        f"{report['settings']['repeats']} measured repeats after {report['settings']['warmup']} warm-up steps, "
-        "base and pointer-generator interleaved (ABBA). Ratios are medians of the per-repeat paired ratios "
-        "(pointer-generator / base), spread = [Q1, Q3] of those ratios.",
+        f"Command: `{report['command']}`; run time {report['run_time_s'] / 60:.1f} min."
+        + (f" {report['settings']['repeats']} measured repeats after {report['settings']['warmup']} warm-up steps, "
+           "base and pointer-generator interleaved (ABBA). Ratios are medians of the per-repeat paired ratios "
+           "(pointer-generator / base), spread = [Q1, Q3] of those ratios."
+           if any(report.get(k) for k in ("training", "generation", "protection", "copy_info")) else ""),
         "",
         f"Peak memory method: {report['memory_method']}.",
         "",
@@ -254,6 +255,59 @@ def _protection(report: dict, targets: dict) -> list[str]:
     return lines + [""]
 
 
+def _protection_trained(report: dict, targets: dict) -> list[str]:
+    section = report["protection_trained"]
+    lines = ['## Protected spans with a trained model on held-out messages (issue 28)', ""]
+    if not section["available"]:
+        return lines + [f"Not measured: {section['reason']}.", ""]
+    m, src = section["model"], section["sources"]
+    trained = m.get("trained_by") or {}
+    made = (f"trained by `{trained['command']}` ({trained['wall_s'] / 60:.1f} min, commit {trained['git_commit'][:7]})"
+            if trained else "an existing folder")
+    gen = ", ".join(f"{k}={v}" for k, v in sorted(m["generation_config"].items())
+                    if k in ("no_repeat_ngram_size", "oov_copy_limit", "repetition_penalty", "length_penalty"))
+    lines += [
+        f"Model `{m['folder']}` ({m['parameters']:,} parameters, {m['tokenizer']} vocabulary of {m['vocab_size']}), "
+        f"{made}; its own generation config ({gen or 'defaults'}). Sources: {src['messages']} {src['selection']} "
+        f"({src['batch1_messages']} at batch 1). `max_new_tokens` = 2 x the chunk's longest source + 10 (capped by "
+        "the model's positions), no forced length: each side stops by itself. One pass = every chunk of the "
+        f"setting; {section['repeats']} passes per side, interleaved (ABBA). Time ratio = with / without, median "
+        "of the per-pass ratios. Length = generated tokens up to and including EOS, mean; \"at limit\" = outputs "
+        "without an EOS within max_new_tokens. Kept = outputs holding exactly the source's placeholders. chrF "
+        "(sacreBLEU) against the references; copy-source = the sources themselves.",
+        "",
+        f"Targets: time ratio <= {targets['protection_trained_time']}, mean length within "
+        f"{(targets['protection_length'] - 1) * 100:.0f}% of unprotected, chrF with protection not lower than "
+        "without.",
+        "",
+        "| batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | mean tokens without -> "
+        "with (ratio) | at limit without -> with | kept without -> with | chrF without -> with | copy-source chrF |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in section["results"]:
+        a, b, ratio, o = r["time_s"]["without"], r["time_s"]["with"], r["time_ratio"], r["outputs"]
+        w, p = o["without"], o["with"]
+        length_ok = abs(r["length_ratio"] - 1) <= targets["protection_length"] - 1
+        lines.append(
+            f"| {r['batch']} | {r['num_beams']} | {r['messages']} | "
+            f"{a['median']:.2f} s [{a['q1']:.2f}, {a['q3']:.2f}] | "
+            f"{b['median']:.2f} s [{b['q1']:.2f}, {b['q3']:.2f}] | {ratio['median']:.2f} {_spread(ratio, 2)} "
+            f"{_verdict(ratio['median'], targets['protection_trained_time'], False)} | {w['mean_tokens']:.1f} -> "
+            f"{p['mean_tokens']:.1f} ({r['length_ratio']:.2f}) {'met' if length_ok else '**missed**'} | "
+            f"{w['hit_limit_count']} -> {p['hit_limit_count']} ({w['hit_limit']:.1%} -> {p['hit_limit']:.1%}) | "
+            f"{w['placeholders_kept']:.1%} -> {p['placeholders_kept']:.1%} | {w['chrf']:.1f} -> {p['chrf']:.1f} "
+            f"{_verdict(p['chrf'] - w['chrf'], targets['protection_chrf'], True)} | {r['copy_source_chrf']:.1f} |"
+        )
+    examples = [e for r in section["results"] if r["batch"] == 16 and r["num_beams"] == 4
+                for e in r["looping_with_examples"]][:3]
+    if examples:
+        lines += ["", "Outputs that ran to the limit with protection only (batch 16, beam 4; first three):", ""]
+        for e in examples:
+            lines += [f"* source: `{e['source']}`", f"  * without ({e['tokens_without']} tokens): `{e['without']}`",
+                      f"  * with ({e['tokens_with']} tokens, limit {e['limit']}): `{e['with']}`"]
+    return lines + [""]
+
+
 def _copy_info(report: dict) -> list[str]:
     info = report["copy_info"]
     lines = ["## Copy info: generate(..., output_copy_info=True) vs without (issue 11)", ""]
@@ -290,6 +344,8 @@ def markdown(report: dict) -> str:
         lines += _step(report)
     if report.get("protection"):
         lines += _protection(report, targets)
+    if report.get("protection_trained"):
+        lines += _protection_trained(report, targets)
     if report.get("copy_info"):
         lines += _copy_info(report)
     if report.get("mixture"):
@@ -320,6 +376,14 @@ def _panels(report: dict) -> list[tuple]:
         labels = [f"b{r['batch']} beam{r['num_beams']}" for r in report["protection"]]
         panels.append(("Generation time, protected / unprotected", labels,
                        [r["time_ratio"] for r in report["protection"]], targets["protection_time"], False))
+    trained = report.get("protection_trained")
+    if trained and trained["available"]:
+        labels = [f"b{r['batch']} beam{r['num_beams']}" for r in trained["results"]]
+        panels.append(("Trained model, held-out messages:\ngeneration time, protected / unprotected", labels,
+                       [r["time_ratio"] for r in trained["results"]], targets["protection_trained_time"], False))
+        panels.append(("Trained model, held-out messages:\nmean output length, protected / unprotected", labels,
+                       [{"median": r["length_ratio"], "q1": r["length_ratio"], "q3": r["length_ratio"]}
+                        for r in trained["results"]], targets["protection_length"], False))
     if report.get("copy_info") and report["copy_info"]["available"]:
         results = report["copy_info"]["results"]
         panels.append(("Generation time, copy info on / off", [f"b{r['batch']} beam{r['num_beams']}" for r in results],
