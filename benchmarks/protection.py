@@ -16,10 +16,11 @@ section measures that, on the model a user trains:
   source length whole, `--protection-messages` of them (default 160) spread evenly over the split in corpus order;
   batch 1 decodes every fifth of them (32).
 * **The decoding**: `processor(chunk, protect="placeholders", return_tensors="pt", padding=True)`, then
-  `model.generate(**batch)` against the same batch without its `protected_spans` key, with the model's own
-  generation config (its saved `no_repeat_ngram_size`, `oov_copy_limit`) and its natural stopping:
+  `model.generate(**batch)` against the same batch without its `protected_spans` key, with natural stopping:
   `max_new_tokens = 2 x the chunk's longest source + 10` (capped by the model's positions), no `min_new_tokens`.
-  Batch 1 and 16, greedy and beam 4.
+  Batch 1 and 16, greedy and beam 4, each in two decodings (`DECODINGS`): *plain* (no n-gram blocking, no OOV copy
+  limit: how `training.run_translation` decodes without the main job's flags, issue 28's condition) and *saved*
+  (the model's own generation config: the main job's `no_repeat_ngram_size=3`, `oov_copy_limit=True`).
 * **Timing**: one *pass* = every chunk of the setting, one after the other. Passes with and without protection are
   interleaved (`harness.interleaved`, ABBA) after one untimed warm-up chunk each; time ratio = median of the
   per-pass paired ratios (with / without). The outputs of every pass are checked identical to the first one's (the
@@ -32,7 +33,7 @@ section measures that, on the model a user trains:
 Targets (issue 28): time ratio <= 1.10 in all four settings, mean output length within 5% of unprotected, chrF with
 protection not lower than without.
 
-    python -m benchmarks.run --only protection_trained --train --threads 1   # trains once (~7 min), then ~5 min
+    python -m benchmarks.run --only protection_trained --train --threads 1   # trains once (~7-9 min), then ~6 min
     python -m benchmarks.protection --train          # only build (or find) the cached model, print its folder
 """
 
@@ -69,6 +70,11 @@ DEFAULT_TOKENIZER = "bpe"  # byte-level BPE, as in issue 28
 VOCAB_SIZE = 8000  # the main job's vocabulary size
 MARKER = "benchmark_model.json"  # written after a successful training run: the folder is complete
 BATCH1_EVERY = 5  # batch 1 decodes every fifth of the messages
+# How the model decodes, on top of num_beams and the length limit. "plain": without the main job's two decoding
+# flags (no n-gram blocking, no OOV copy limit), as `python -m training.run_translation` decodes unless told
+# otherwise - issue 28's condition, where protected outputs loop. "saved": the model's own generation config, which
+# for a model trained with the main job's recipe holds no_repeat_ngram_size=3 and oov_copy_limit=True.
+DECODINGS = {"plain": {"no_repeat_ngram_size": 0, "oov_copy_limit": False}, "saved": {}}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -115,18 +121,25 @@ def train_model(steps: int = DEFAULT_STEPS, tokenizer_type: str = DEFAULT_TOKENI
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     log(f"training the protection benchmark's model ({tokenizer_type}, {steps} steps, one thread) into {output_dir}; "
         f"log: {log_path}")
+
+    def git(*words: str) -> str:
+        return subprocess.run(["git", *words], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "HEAD")  # what trains it: the library and the training code, changed or not
+    changed = bool(git("status", "--porcelain", "--", "hf_pgen", "training"))
     started = time.perf_counter()
     with open(log_path, "w", encoding="utf-8") as handle:
         done = subprocess.run(command, cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"training failed (exit {done.returncode}); see {log_path}")
-    results = json.loads((output_dir / "all_results.json").read_text()) if (output_dir / "all_results.json").is_file() \
-        else {}
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    metrics = output_dir / "all_results.json"
+    results = json.loads(metrics.read_text()) if metrics.is_file() else {}
     (output_dir / MARKER).write_text(json.dumps({
-        "command": " ".join(["python", *command[1:]]), "steps": steps, "tokenizer_type": tokenizer_type,
-        "wall_s": round(wall, 1), "git_commit": commit, "torch": torch.__version__,
+        "command": " ".join(["python", *command[1:]]).replace(f"{REPO}{os.sep}", ""), "steps": steps,
+        "tokenizer_type": tokenizer_type,
+        "wall_s": round(wall, 1), "git_commit": commit,
+        "hf_pgen_or_training_changed_since_commit": changed, "torch": torch.__version__,
         "train_loss": results.get("train_loss"), "train_runtime_s": results.get("train_runtime"),
     }, indent=1) + "\n")
     log(f"trained in {wall / 60:.1f} min (train loss {results.get('train_loss')})")
@@ -194,7 +207,7 @@ def _generated_rows(sequences: torch.Tensor, eos_id: int, pad_id: int) -> tuple[
 
 
 def _measure_setting(model, processor, pairs: list[dict], batch_size: int, beams: int, args: Any,
-                     max_positions: int) -> dict:
+                     max_positions: int, decoding: str = "saved") -> dict:
     dev = args.device
     sources, references = [p["en"] for p in pairs], [p["de"] for p in pairs]
     chunks = []
@@ -205,7 +218,7 @@ def _measure_setting(model, processor, pairs: list[dict], batch_size: int, beams
         longest = int(protected["attention_mask"].sum(-1).max())
         limit = min(2 * longest + 10, max_positions - 1)
         chunks.append({"texts": texts, "with": protected, "without": plain, "limit": limit})
-    settings = dict(num_beams=beams, do_sample=False)
+    settings = dict(num_beams=beams, do_sample=False, **DECODINGS[decoding])
 
     def run(name: str) -> list[torch.Tensor]:
         return [model.generate(**c[name], max_new_tokens=c["limit"], **settings) for c in chunks]
@@ -258,6 +271,8 @@ def _measure_setting(model, processor, pairs: list[dict], batch_size: int, beams
     ]
     longer = sum(a > b for a, b in zip(outcome["with"]["tokens"], outcome["without"]["tokens"]))
     return {
+        "decoding": decoding,
+        "generate_overrides": DECODINGS[decoding],
         "batch": batch_size,
         "num_beams": beams,
         "messages": len(sources),
@@ -315,23 +330,25 @@ def bench_protection_trained(args: Any) -> dict:
                     "selection": f"test-split messages holding a placeholder, at most {max_positions} tokens, spread "
                                  f"evenly in corpus order; batch 1: every {BATCH1_EVERY}th of them"},
         "repeats": args.protection_repeats,
+        "decodings": {name: DECODINGS[name] for name in args.protection_decodings},
         "results": [],
     }
     log(f"protection_trained: {report['model']['folder']}, {len(pairs)} messages (batch 1: {len(batch1)}), "
         f"{args.protection_repeats} interleaved passes per setting")
-    for batch_size, subset in ((1, batch1), (16, pairs)):
-        for beams in (1, 4):
-            t0 = time.perf_counter()
-            r = _measure_setting(model, processor, subset, batch_size, beams, args, max_positions)
-            report["results"].append(r)
-            o = r["outputs"]
-            log(f"protection_trained batch {batch_size} beams {beams}: without "
-                f"{r['time_s']['without']['median']:.2f} s, with {r['time_s']['with']['median']:.2f} s, ratio "
-                f"{r['time_ratio']['median']:.2f}; length ratio {r['length_ratio']:.2f}; at the limit "
-                f"{o['without']['hit_limit']:.1%} -> {o['with']['hit_limit']:.1%}; placeholders kept "
-                f"{o['without']['placeholders_kept']:.1%} -> {o['with']['placeholders_kept']:.1%}; chrF "
-                f"{o['without']['chrf']:.1f} -> {o['with']['chrf']:.1f} (copy-source {r['copy_source_chrf']:.1f}) "
-                f"[{time.perf_counter() - t0:.0f} s]")
+    for decoding in args.protection_decodings:
+        for batch_size, subset in ((1, batch1), (16, pairs)):
+            for beams in (1, 4):
+                t0 = time.perf_counter()
+                r = _measure_setting(model, processor, subset, batch_size, beams, args, max_positions, decoding)
+                report["results"].append(r)
+                o = r["outputs"]
+                log(f"protection_trained {decoding} batch {batch_size} beams {beams}: without "
+                    f"{r['time_s']['without']['median']:.2f} s, with {r['time_s']['with']['median']:.2f} s, ratio "
+                    f"{r['time_ratio']['median']:.2f}; length ratio {r['length_ratio']:.2f}; at the limit "
+                    f"{o['without']['hit_limit']:.1%} -> {o['with']['hit_limit']:.1%}; placeholders kept "
+                    f"{o['without']['placeholders_kept']:.1%} -> {o['with']['placeholders_kept']:.1%}; chrF "
+                    f"{o['without']['chrf']:.1f} -> {o['with']['chrf']:.1f} (copy-source "
+                    f"{r['copy_source_chrf']:.1f}) [{time.perf_counter() - t0:.0f} s]")
     del model
     gc.collect()
     return report

@@ -262,13 +262,20 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
         return lines + [f"Not measured: {section['reason']}.", ""]
     m, src = section["model"], section["sources"]
     trained = m.get("trained_by") or {}
-    made = (f"trained by `{trained['command']}` ({trained['wall_s'] / 60:.1f} min, commit {trained['git_commit'][:7]})"
+    made = (f"trained by `python -m benchmarks.protection --train --steps {trained['steps']}` "
+            f"(`training.run_translation` with the main job's recipe, {trained['tokenizer_type']} tokenizer; the full "
+            f"command is in the JSON; {trained['wall_s'] / 60:.1f} min, commit {trained['git_commit'][:7]})"
             if trained else "an existing folder")
     gen = ", ".join(f"{k}={v}" for k, v in sorted(m["generation_config"].items())
                     if k in ("no_repeat_ngram_size", "oov_copy_limit", "repetition_penalty", "length_penalty"))
+    decodings = {"plain": "*plain*: no n-gram blocking nor OOV copy limit (`training.run_translation` without the "
+                          "main job's decoding flags, issue 28's condition)",
+                 "saved": f"*saved*: the model's own generation config ({gen or 'defaults'})"}
     lines += [
         f"Model `{m['folder']}` ({m['parameters']:,} parameters, {m['tokenizer']} vocabulary of {m['vocab_size']}), "
-        f"{made}; its own generation config ({gen or 'defaults'}). Sources: {src['messages']} {src['selection']} "
+        f"{made}. Decodings: "
+        + "; ".join(decodings[d] for d in section.get("decodings", {"saved": None}))
+        + f". Sources: {src['messages']} {src['selection']} "
         f"({src['batch1_messages']} at batch 1). `max_new_tokens` = 2 x the chunk's longest source + 10 (capped by "
         "the model's positions), no forced length: each side stops by itself. One pass = every chunk of the "
         f"setting; {section['repeats']} passes per side, interleaved (ABBA). Time ratio = with / without, median "
@@ -280,16 +287,17 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
         f"{(targets['protection_length'] - 1) * 100:.0f}% of unprotected, chrF with protection not lower than "
         "without.",
         "",
-        "| batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | mean tokens without -> "
-        "with (ratio) | at limit without -> with | kept without -> with | chrF without -> with | copy-source chrF |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | mean tokens "
+        "without -> with (ratio) | at limit without -> with | kept without -> with | chrF without -> with | "
+        "copy-source chrF |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in section["results"]:
         a, b, ratio, o = r["time_s"]["without"], r["time_s"]["with"], r["time_ratio"], r["outputs"]
         w, p = o["without"], o["with"]
         length_ok = abs(r["length_ratio"] - 1) <= targets["protection_length"] - 1
         lines.append(
-            f"| {r['batch']} | {r['num_beams']} | {r['messages']} | "
+            f"| {r.get('decoding', 'saved')} | {r['batch']} | {r['num_beams']} | {r['messages']} | "
             f"{a['median']:.2f} s [{a['q1']:.2f}, {a['q3']:.2f}] | "
             f"{b['median']:.2f} s [{b['q1']:.2f}, {b['q3']:.2f}] | {ratio['median']:.2f} {_spread(ratio, 2)} "
             f"{_verdict(ratio['median'], targets['protection_trained_time'], False)} | {w['mean_tokens']:.1f} -> "
@@ -298,13 +306,21 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
             f"{w['placeholders_kept']:.1%} -> {p['placeholders_kept']:.1%} | {w['chrf']:.1f} -> {p['chrf']:.1f} "
             f"{_verdict(p['chrf'] - w['chrf'], targets['protection_chrf'], True)} | {r['copy_source_chrf']:.1f} |"
         )
-    examples = [e for r in section["results"] if r["batch"] == 16 and r["num_beams"] == 4
-                for e in r["looping_with_examples"]][:3]
+    ranked = sorted(section["results"], key=lambda r: (r["batch"] != 16, r["num_beams"] != 4,
+                                                        r.get("decoding", "saved") != "plain"))
+    examples = [(r, e) for r in ranked[:1] for e in r["looping_with_examples"]][:3]
     if examples:
-        lines += ["", "Outputs that ran to the limit with protection only (batch 16, beam 4; first three):", ""]
-        for e in examples:
-            lines += [f"* source: `{e['source']}`", f"  * without ({e['tokens_without']} tokens): `{e['without']}`",
-                      f"  * with ({e['tokens_with']} tokens, limit {e['limit']}): `{e['with']}`"]
+        r = examples[0][0]
+        lines += ["", "Outputs that ran to the limit with protection and stopped without it "
+                  f"({r.get('decoding', 'saved')}, batch {r['batch']}, beam {r['num_beams']}; the first three):", ""]
+
+        def code(text: str) -> str:
+            return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+        for _, e in examples:
+            lines += [f"* source: {code(e['source'])}", f"  * without ({e['tokens_without']} tokens): "
+                      f"{code(e['without'])}", f"  * with ({e['tokens_with']} tokens, limit {e['limit']}): "
+                      f"{code(e['with'])}"]
     return lines + [""]
 
 
@@ -378,7 +394,7 @@ def _panels(report: dict) -> list[tuple]:
                        [r["time_ratio"] for r in report["protection"]], targets["protection_time"], False))
     trained = report.get("protection_trained")
     if trained and trained["available"]:
-        labels = [f"b{r['batch']} beam{r['num_beams']}" for r in trained["results"]]
+        labels = [f"{r.get('decoding', 'saved')}\nb{r['batch']} beam{r['num_beams']}" for r in trained["results"]]
         panels.append(("Trained model, held-out messages:\ngeneration time, protected / unprotected", labels,
                        [r["time_ratio"] for r in trained["results"]], targets["protection_trained_time"], False))
         panels.append(("Trained model, held-out messages:\nmean output length, protected / unprotected", labels,
