@@ -304,7 +304,8 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
             f"{p['mean_tokens']:.1f} ({r['length_ratio']:.2f}) {'met' if length_ok else '**missed**'} | "
             f"{w['hit_limit_count']} -> {p['hit_limit_count']} ({w['hit_limit']:.1%} -> {p['hit_limit']:.1%}) | "
             f"{w['placeholders_kept']:.1%} -> {p['placeholders_kept']:.1%} | {w['chrf']:.1f} -> {p['chrf']:.1f} "
-            f"{_verdict(p['chrf'] - w['chrf'], targets['protection_chrf'], True)} | {r['copy_source_chrf']:.1f} |"
+            f"({p['chrf'] - w['chrf']:+.2f}) {_verdict(p['chrf'] - w['chrf'], targets['protection_chrf'], True)} | "
+            f"{r['copy_source_chrf']:.1f} |"
         )
     ranked = sorted(section["results"], key=lambda r: (r["batch"] != 16, r["num_beams"] != 4,
                                                         r.get("decoding", "saved") != "plain"))

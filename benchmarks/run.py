@@ -124,7 +124,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          help="held-out messages decoded at batch 16 (default 160; quick 32); batch 1 decodes every "
                          "fifth")
     trained.add_argument("--protection-repeats", type=int, default=None,
-                         help="interleaved passes over the messages per setting and side (default 2; quick 1)")
+                         help="interleaved passes over the messages per setting and side (default 3; quick 1)")
     trained.add_argument("--protection-decodings", default="plain,saved",
                          help="comma list: plain (no n-gram blocking nor OOV copy limit, issue 28's condition), saved "
                          "(the model's own generation config)")
@@ -159,7 +159,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.protection_repeats = args.protection_repeats or 1
     args.repeats = args.repeats or 5
     args.protection_messages = args.protection_messages or 160
-    args.protection_repeats = args.protection_repeats or 2
+    args.protection_repeats = args.protection_repeats or 3
     args.protection_decodings = args.protection_decodings.split(",")
     if set(args.protection_decodings) - {"plain", "saved"}:
         parser.error(f"unknown --protection-decodings {args.protection_decodings}; choose from plain, saved")
