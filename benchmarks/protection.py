@@ -21,10 +21,12 @@ section measures that, on the model a user trains:
   Batch 1 and 16, greedy and beam 4, each in two decodings (`DECODINGS`): *plain* (no n-gram blocking, no OOV copy
   limit: how `training.run_translation` decodes without the main job's flags, issue 28's condition) and *saved*
   (the model's own generation config: the main job's `no_repeat_ngram_size=3`, `oov_copy_limit=True`).
-* **Timing**: one *pass* = every chunk of the setting, one after the other. Passes with and without protection are
-  interleaved (`harness.interleaved`, ABBA) after one untimed warm-up chunk each; time ratio = median of the
-  per-pass paired ratios (with / without). The outputs of every pass are checked identical to the first one's (the
-  timed work is the same work each time).
+* **Timing**: one *pass* = every chunk of the setting, with and without protection; the two alternate chunk by chunk
+  (`harness.interleaved_parts`: ABBA, each pair seconds apart), after one untimed warm-up chunk each. Per pass, the
+  wall time of each side is the sum over its chunks; time ratio = median of the per-pass paired ratios (with /
+  without). The same for the process's CPU time (`time.process_time`), which other processes on a shared machine
+  disturb less. The outputs of every pass are checked identical to the first one's (the timed work is the same work
+  each time).
 * **What came out** (from the first pass): mean output length in tokens (EOS included; the ratio is with / without),
   the share of outputs that reached the length limit without an EOS, the share keeping exactly the source's
   placeholders (`hf_pgen.metrics.placeholder_preservation`), chrF and BLEU (sacreBLEU, `hf_pgen.metrics`) against
@@ -51,7 +53,7 @@ from typing import Any
 
 import torch
 
-from .harness import interleaved, log, paired_ratio, summary
+from .harness import interleaved_parts, log, paired_ratio, summary
 
 __all__ = [
     "DEFAULT_STEPS",
@@ -220,22 +222,22 @@ def _measure_setting(model, processor, pairs: list[dict], batch_size: int, beams
         chunks.append({"texts": texts, "with": protected, "without": plain, "limit": limit})
     settings = dict(num_beams=beams, do_sample=False, **DECODINGS[decoding])
 
-    def run(name: str) -> list[torch.Tensor]:
-        return [model.generate(**c[name], max_new_tokens=c["limit"], **settings) for c in chunks]
+    def call(name: str):
+        return lambda i: model.generate(**chunks[i][name], max_new_tokens=chunks[i]["limit"], **settings)
 
-    for name in ("without", "with"):  # warm-up, untimed: one chunk each
-        model.generate(**chunks[0][name], max_new_tokens=chunks[0]["limit"], **settings)
-    first: dict[str, list[torch.Tensor]] = {}
+    calls = {"without": call("without"), "with": call("with")}
+    for fn in calls.values():  # warm-up, untimed: one chunk each
+        fn(0)
+    first: dict[str, list[torch.Tensor]] = {"without": [], "with": []}
     stable = {"without": True, "with": True}
 
-    def check(name: str, result: list[torch.Tensor]) -> None:
-        if name not in first:
-            first[name] = result
-        elif not all(torch.equal(a, b) for a, b in zip(first[name], result)):
+    def check(name: str, i: int, result: torch.Tensor) -> None:
+        if len(first[name]) <= i:
+            first[name].append(result)
+        elif not torch.equal(first[name][i], result):
             stable[name] = False
 
-    calls = {"without": lambda: run("without"), "with": lambda: run("with")}
-    times = interleaved(calls, args.protection_repeats, 0, dev, check=check)
+    times, cpu_times = interleaved_parts(calls, len(chunks), args.protection_repeats, dev, check=check)
 
     eos, pad = model.generation_config.eos_token_id, model.generation_config.pad_token_id
     eos = eos[0] if isinstance(eos, list) else eos
@@ -282,6 +284,8 @@ def _measure_setting(model, processor, pairs: list[dict], batch_size: int, beams
         "spans": sum(len(entry["spans"]) for c in chunks for entry in c["with"]["protected_spans"]),
         "time_s": {name: summary(v) for name, v in times.items()},
         "time_ratio": paired_ratio(times["with"], times["without"]),
+        "cpu_time_s": {name: summary(v) for name, v in cpu_times.items()},
+        "cpu_time_ratio": paired_ratio(cpu_times["with"], cpu_times["without"]),
         "length_ratio": outcome["with"]["mean_tokens"] / outcome["without"]["mean_tokens"],
         "outputs_longer_with": longer / len(sources),
         "outputs": outcome,
@@ -344,7 +348,8 @@ def bench_protection_trained(args: Any) -> dict:
                 o = r["outputs"]
                 log(f"protection_trained {decoding} batch {batch_size} beams {beams}: without "
                     f"{r['time_s']['without']['median']:.2f} s, with {r['time_s']['with']['median']:.2f} s, ratio "
-                    f"{r['time_ratio']['median']:.2f}; length ratio {r['length_ratio']:.2f}; at the limit "
+                    f"{r['time_ratio']['median']:.2f} (CPU time {r['cpu_time_ratio']['median']:.2f}); length ratio "
+                    f"{r['length_ratio']:.2f}; at the limit "
                     f"{o['without']['hit_limit']:.1%} -> {o['with']['hit_limit']:.1%}; placeholders kept "
                     f"{o['without']['placeholders_kept']:.1%} -> {o['with']['placeholders_kept']:.1%}; chrF "
                     f"{o['without']['chrf']:.1f} -> {o['with']['chrf']:.1f} (copy-source "

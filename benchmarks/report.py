@@ -278,19 +278,20 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
         + f". Sources: {src['messages']} {src['selection']} "
         f"({src['batch1_messages']} at batch 1). `max_new_tokens` = 2 x the chunk's longest source + 10 (capped by "
         "the model's positions), no forced length: each side stops by itself. One pass = every chunk of the "
-        f"setting; {section['repeats']} passes per side, interleaved (ABBA). Time ratio = with / without, median "
-        "of the per-pass ratios. Length = generated tokens up to and including EOS, mean; \"at limit\" = outputs "
-        "without an EOS within max_new_tokens. Kept = outputs holding exactly the source's placeholders. chrF "
-        "(sacreBLEU) against the references; copy-source = the sources themselves.",
+        f"setting; {section['repeats']} passes, the two sides alternating chunk by chunk (ABBA). Time ratio = with / "
+        "without, median of the per-pass ratios of wall time; CPU ratio: the same of the process's CPU time, which "
+        "other processes on a shared machine disturb less. Length = generated tokens up to and including EOS, "
+        "mean; \"at limit\" = outputs without an EOS within max_new_tokens. Kept = outputs holding exactly the "
+        "source's placeholders. chrF (sacreBLEU) against the references; copy-source = the sources themselves.",
         "",
         f"Targets: time ratio <= {targets['protection_trained_time']}, mean length within "
         f"{(targets['protection_length'] - 1) * 100:.0f}% of unprotected, chrF with protection not lower than "
         "without.",
         "",
-        "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | mean tokens "
-        "without -> with (ratio) | at limit without -> with | kept without -> with | chrF without -> with | "
-        "copy-source chrF |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | CPU ratio | "
+        "mean tokens without -> with (ratio) | at limit without -> with | kept without -> with | chrF without -> "
+        "with | copy-source chrF |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in section["results"]:
         a, b, ratio, o = r["time_s"]["without"], r["time_s"]["with"], r["time_ratio"], r["outputs"]
@@ -300,7 +301,9 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
             f"| {r.get('decoding', 'saved')} | {r['batch']} | {r['num_beams']} | {r['messages']} | "
             f"{a['median']:.2f} s [{a['q1']:.2f}, {a['q3']:.2f}] | "
             f"{b['median']:.2f} s [{b['q1']:.2f}, {b['q3']:.2f}] | {ratio['median']:.2f} {_spread(ratio, 2)} "
-            f"{_verdict(ratio['median'], targets['protection_trained_time'], False)} | {w['mean_tokens']:.1f} -> "
+            f"{_verdict(ratio['median'], targets['protection_trained_time'], False)} | "
+            + (f"{r['cpu_time_ratio']['median']:.2f} | " if "cpu_time_ratio" in r else "- | ")
+            + f"{w['mean_tokens']:.1f} -> "
             f"{p['mean_tokens']:.1f} ({r['length_ratio']:.2f}) {'met' if length_ok else '**missed**'} | "
             f"{w['hit_limit_count']} -> {p['hit_limit_count']} ({w['hit_limit']:.1%} -> {p['hit_limit']:.1%}) | "
             f"{w['placeholders_kept']:.1%} -> {p['placeholders_kept']:.1%} | {w['chrf']:.1f} -> {p['chrf']:.1f} "
