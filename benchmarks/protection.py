@@ -9,9 +9,9 @@ section measures that, on the model a user trains:
   the main job's recipe (`training.main.recipe`: mBART shape of width 128, 3+3 layers, `--no_repeat_ngram_size 3`,
   `--oov_copy_limit`, `--placeholder_augmentation`, lr 1e-3, seed 42) on the embedded English->German corpus, with a
   byte-level BPE tokenizer (`--train_tokenizer --tokenizer_type bpe`, 8000 tokens) for `--protection-train-steps`
-  steps (default 3000: about 7 minutes on one core). `--train` builds it under `outputs/benchmarks/` if it is not
-  there yet (`train_model`); `--model DIR` uses an existing folder instead (e.g. the main job's
-  `outputs/main/pgen-subword`).
+  steps (default 3000: about 6 minutes on an idle core, 9 on a shared one). `--train` builds it under
+  `outputs/benchmarks/` if it is not there yet (`train_model`); `--model DIR` uses an existing folder instead (e.g.
+  the main job's `outputs/main/pgen-subword`).
 * **The sources**: test-split messages (projects unseen in training) that hold a placeholder and fit the model's
   source length whole, `--protection-messages` of them (default 160) spread evenly over the split in corpus order;
   batch 1 decodes every fifth of them (32).
@@ -39,7 +39,8 @@ section measures that, on the model a user trains:
 Targets (issue 28): time ratio <= 1.10 in all four settings, mean output length within 5% of unprotected, chrF with
 protection not lower than without.
 
-    python -m benchmarks.run --only protection_trained --train --threads 1   # trains once (~7-9 min), then ~6 min
+    python -m benchmarks.run --only protection_trained --train --threads 1   # trains once (~6 min on an idle core),
+                                                                             # then ~4.5 min (idle core)
     python -m benchmarks.protection --train          # only build (or find) the cached model, print its folder
 """
 
@@ -166,7 +167,7 @@ def resolve_model(model: str | Path | None, train: bool, steps: int = DEFAULT_ST
         return folder, None
     if train:
         return train_model(steps, tokenizer_type), None
-    return None, (f"no trained model at {folder.relative_to(REPO)}: add --train to build it (~7 min on one core) or "
+    return None, (f"no trained model at {folder.relative_to(REPO)}: add --train to build it (~6-9 min on one core) or "
                   "pass --model DIR (e.g. outputs/main/pgen-subword after `make main`)")
 
 

@@ -464,6 +464,9 @@ def write(report: dict, out: Path, name: str = "latest") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.md", out / f"{name}.png"]
     paths[0].write_text(markdown(report))
+    if not _panels(report):  # nothing measured (e.g. protection_trained without a model): no picture
+        paths[1].unlink(missing_ok=True)
+        return paths[:1]
     plot(report, paths[1])
     return paths
 

@@ -25,7 +25,7 @@ Writes `latest.json` (everything measured), `latest.md` and `latest.png` (`bench
     python -m benchmarks.run --sizes small,medium  # the full 16-configuration training grid (long on CPU)
     python -m benchmarks.run --device cuda         # GPU: full grid by default
     python -m benchmarks.run --only protection,copy_info --quick
-    python -m benchmarks.run --only protection_trained --train --threads 1   # trains its model once (~7 min)
+    python -m benchmarks.run --only protection_trained --train --threads 1   # trains its model once (~6-9 min)
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          help="a trained pointer-generator folder to decode with (e.g. outputs/main/pgen-subword); "
                          "default: the section's own model in outputs/benchmarks/")
     trained.add_argument("--train", action="store_true",
-                         help="train the section's own model first if it is not there yet (~7 min on one core)")
+                         help="train the section's own model first if it is not there yet (~6-9 min on one core)")
     trained.add_argument("--protection-train-steps", type=int, default=DEFAULT_STEPS,
                          help=f"training steps of the section's own model (default {DEFAULT_STEPS}; each value is "
                          "its own cached folder)")
