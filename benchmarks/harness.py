@@ -30,6 +30,7 @@ __all__ = [
     "MEMORY_METHOD",
     "PeakMemory",
     "interleaved",
+    "interleaved_parts",
     "log",
     "machine",
     "paired_ratio",
@@ -145,6 +146,44 @@ def interleaved(
                 times[name].append(elapsed)
             del result
     return times
+
+
+def interleaved_parts(
+    calls: dict[str, Callable[[int], Any]],
+    parts: int,
+    repeats: int,
+    device: str,
+    check: Callable[[str, int, Any], None] | None = None,
+    setup: Callable[[int], None] | None = None,
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """`interleaved` for work that comes in parts (a pass over many batches): one repeat = `calls[name](i)` for every
+    part i of every name, and the names alternate *part by part* (repeat r, part i: the order rotated by r + i), so
+    each pair is measured seconds apart, not a whole pass apart, and the neighbours' load drifts less between them.
+
+    `check(name, i, result)` runs untimed after each call, `setup(r)` untimed before repeat r. Returns, per name,
+    the `repeats` summed wall seconds and summed CPU seconds of this process (`time.process_time`: what the work
+    itself took, less sensitive to other processes on a shared machine; the same as wall time with one busy thread
+    and a core of its own), in repeat order for `paired_ratio`.
+    """
+    names = list(calls)
+    wall = {name: [0.0] * repeats for name in names}
+    cpu = {name: [0.0] * repeats for name in names}
+    for r in range(repeats):
+        if setup is not None:
+            setup(r)
+        for i in range(parts):
+            k = (r + i) % len(names)
+            for name in names[k:] + names[:k]:
+                sync(device)
+                start, start_cpu = time.perf_counter(), time.process_time()
+                result = calls[name](i)
+                sync(device)
+                wall[name][r] += time.perf_counter() - start
+                cpu[name][r] += time.process_time() - start_cpu
+                if check is not None:
+                    check(name, i, result)
+                del result
+    return wall, cpu
 
 
 # ---------------------------------------------------------------------------------------------------------------------

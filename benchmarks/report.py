@@ -48,10 +48,11 @@ def _header(report: dict) -> list[str]:
         + f". Load average at start {', '.join(f'{x:.2f}' for x in m['load_average_at_start'])}; "
         f"at end {', '.join(f'{x:.2f}' for x in report['load_average_at_end'])}.",
         "",
-        f"Command: `{report['command']}`; run time {report['run_time_s'] / 60:.1f} min. "
-        f"{report['settings']['repeats']} measured repeats after {report['settings']['warmup']} warm-up steps, "
-        "base and pointer-generator interleaved (ABBA). Ratios are medians of the per-repeat paired ratios "
-        "(pointer-generator / base), spread = [Q1, Q3] of those ratios.",
+        f"Command: `{report['command']}`; run time {report['run_time_s'] / 60:.1f} min."
+        + (f" {report['settings']['repeats']} measured repeats after {report['settings']['warmup']} warm-up steps, "
+           "base and pointer-generator interleaved (ABBA). Ratios are medians of the per-repeat paired ratios "
+           "(pointer-generator / base), spread = [Q1, Q3] of those ratios."
+           if any(report.get(k) for k in ("training", "generation", "protection", "copy_info")) else ""),
         "",
         f"Peak memory method: {report['memory_method']}.",
         "",
@@ -254,6 +255,79 @@ def _protection(report: dict, targets: dict) -> list[str]:
     return lines + [""]
 
 
+def _protection_trained(report: dict, targets: dict) -> list[str]:
+    section = report["protection_trained"]
+    lines = ['## Protected spans with a trained model on held-out messages (issue 28)', ""]
+    if not section["available"]:
+        return lines + [f"Not measured: {section['reason']}.", ""]
+    m, src = section["model"], section["sources"]
+    trained = m.get("trained_by") or {}
+    made = (f"trained by `python -m benchmarks.protection --train --steps {trained['steps']}` "
+            f"(`training.run_translation` with the main job's recipe, {trained['tokenizer_type']} tokenizer; the full "
+            f"command is in the JSON; {trained['wall_s'] / 60:.1f} min, commit {trained['git_commit'][:7]})"
+            if trained else "an existing folder")
+    gen = ", ".join(f"{k}={v}" for k, v in sorted(m["generation_config"].items())
+                    if k in ("no_repeat_ngram_size", "oov_copy_limit", "repetition_penalty", "length_penalty"))
+    decodings = {"plain": "*plain*: no n-gram blocking nor OOV copy limit (`training.run_translation` without the "
+                          "main job's decoding flags, issue 28's condition)",
+                 "saved": f"*saved*: the model's own generation config ({gen or 'defaults'})"}
+    lines += [
+        f"Model `{m['folder']}` ({m['parameters']:,} parameters, {m['tokenizer']} vocabulary of {m['vocab_size']}), "
+        f"{made}. Decodings: "
+        + "; ".join(decodings[d] for d in section.get("decodings", {"saved": None}))
+        + f". Sources: {src['messages']} {src['selection']} "
+        f"({src['batch1_messages']} at batch 1). `max_new_tokens` = 2 x the chunk's longest source + 10 (capped by "
+        "the model's positions), no forced length: each side stops by itself. One pass = every chunk of the "
+        f"setting; {section['repeats']} passes, the two sides alternating chunk by chunk (ABBA). Time ratio = with / "
+        "without, median of the per-pass ratios of wall time; CPU ratio: the same of the process's CPU time, which "
+        "other processes on a shared machine disturb less. Length = generated tokens up to and including EOS, "
+        "mean; \"at limit\" = outputs without an EOS within max_new_tokens. Kept = outputs holding exactly the "
+        "source's placeholders. chrF (sacreBLEU) against the references; copy-source = the sources themselves.",
+        "",
+        f"Targets: time ratio <= {targets['protection_trained_time']}, mean length within "
+        f"{(targets['protection_length'] - 1) * 100:.0f}% of unprotected, chrF with protection not lower than "
+        "without.",
+        "",
+        "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | CPU ratio | "
+        "mean tokens without -> with (ratio) | at limit without -> with | kept without -> with | chrF without -> "
+        "with | copy-source chrF |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in section["results"]:
+        a, b, ratio, o = r["time_s"]["without"], r["time_s"]["with"], r["time_ratio"], r["outputs"]
+        w, p = o["without"], o["with"]
+        length_ok = abs(r["length_ratio"] - 1) <= targets["protection_length"] - 1
+        lines.append(
+            f"| {r.get('decoding', 'saved')} | {r['batch']} | {r['num_beams']} | {r['messages']} | "
+            f"{a['median']:.2f} s [{a['q1']:.2f}, {a['q3']:.2f}] | "
+            f"{b['median']:.2f} s [{b['q1']:.2f}, {b['q3']:.2f}] | {ratio['median']:.2f} {_spread(ratio, 2)} "
+            f"{_verdict(ratio['median'], targets['protection_trained_time'], False)} | "
+            + (f"{r['cpu_time_ratio']['median']:.2f} | " if "cpu_time_ratio" in r else "- | ")
+            + f"{w['mean_tokens']:.1f} -> "
+            f"{p['mean_tokens']:.1f} ({r['length_ratio']:.2f}) {'met' if length_ok else '**missed**'} | "
+            f"{w['hit_limit_count']} -> {p['hit_limit_count']} ({w['hit_limit']:.1%} -> {p['hit_limit']:.1%}) | "
+            f"{w['placeholders_kept']:.1%} -> {p['placeholders_kept']:.1%} | {w['chrf']:.1f} -> {p['chrf']:.1f} "
+            f"({p['chrf'] - w['chrf']:+.2f}) {_verdict(p['chrf'] - w['chrf'], targets['protection_chrf'], True)} | "
+            f"{r['copy_source_chrf']:.1f} |"
+        )
+    ranked = sorted(section["results"], key=lambda r: (r["batch"] != 16, r["num_beams"] != 4,
+                                                        r.get("decoding", "saved") != "plain"))
+    examples = [(r, e) for r in ranked[:1] for e in r["looping_with_examples"]][:3]
+    if examples:
+        r = examples[0][0]
+        lines += ["", "Outputs that ran to the limit with protection and stopped without it "
+                  f"({r.get('decoding', 'saved')}, batch {r['batch']}, beam {r['num_beams']}; the first three):", ""]
+
+        def code(text: str) -> str:
+            return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+        for _, e in examples:
+            lines += [f"* source: {code(e['source'])}", f"  * without ({e['tokens_without']} tokens): "
+                      f"{code(e['without'])}", f"  * with ({e['tokens_with']} tokens, limit {e['limit']}): "
+                      f"{code(e['with'])}"]
+    return lines + [""]
+
+
 def _copy_info(report: dict) -> list[str]:
     info = report["copy_info"]
     lines = ["## Copy info: generate(..., output_copy_info=True) vs without (issue 11)", ""]
@@ -290,6 +364,8 @@ def markdown(report: dict) -> str:
         lines += _step(report)
     if report.get("protection"):
         lines += _protection(report, targets)
+    if report.get("protection_trained"):
+        lines += _protection_trained(report, targets)
     if report.get("copy_info"):
         lines += _copy_info(report)
     if report.get("mixture"):
@@ -320,6 +396,14 @@ def _panels(report: dict) -> list[tuple]:
         labels = [f"b{r['batch']} beam{r['num_beams']}" for r in report["protection"]]
         panels.append(("Generation time, protected / unprotected", labels,
                        [r["time_ratio"] for r in report["protection"]], targets["protection_time"], False))
+    trained = report.get("protection_trained")
+    if trained and trained["available"]:
+        labels = [f"{r.get('decoding', 'saved')}\nb{r['batch']} beam{r['num_beams']}" for r in trained["results"]]
+        panels.append(("Trained model, held-out messages:\ngeneration time, protected / unprotected", labels,
+                       [r["time_ratio"] for r in trained["results"]], targets["protection_trained_time"], False))
+        panels.append(("Trained model, held-out messages:\nmean output length, protected / unprotected", labels,
+                       [{"median": r["length_ratio"], "q1": r["length_ratio"], "q3": r["length_ratio"]}
+                        for r in trained["results"]], targets["protection_length"], False))
     if report.get("copy_info") and report["copy_info"]["available"]:
         results = report["copy_info"]["results"]
         panels.append(("Generation time, copy info on / off", [f"b{r['batch']} beam{r['num_beams']}" for r in results],
@@ -380,6 +464,9 @@ def write(report: dict, out: Path, name: str = "latest") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.md", out / f"{name}.png"]
     paths[0].write_text(markdown(report))
+    if not _panels(report):  # nothing measured (e.g. protection_trained without a model): no picture
+        paths[1].unlink(missing_ok=True)
+        return paths[:1]
     plot(report, paths[1])
     return paths
 
