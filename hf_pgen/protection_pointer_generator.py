@@ -56,8 +56,10 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   there, or, when none does, takes one space token (`"▁"`/`"Ġ"`) to keep the next one apart; at `R == need` it
   starts one regardless. A span is placed whole or not at all: when no remaining span fits whole in `R`, none is
   started and the row may end (the check after generation names what is missing).
-- *End*: EOS is forbidden while a span remains; when EOS is the row's highest-scoring token, the row starts a span
-  there (the model chooses which) instead of wandering on through text it did not want.
+- *End*: EOS is forbidden while a span remains, and what the model gave ending goes to placing one there instead:
+  every start allowed then scores at least what EOS did, so the model places a span where it would have ended
+  (it chooses which; beams and sampling weigh it as they would have weighed ending) rather than wander on through
+  text it did not want until the budget forces the spans in.
 - *Exhausted*: a span emitted as often as the source holds it cannot be emitted again (*No span too often*), and
   tokens whose text starts with the text of the token that would complete it are forbidden too ("sa" for "s").
 - *Neighbours* (`protect="placeholders"`): the decoded text must read as the same placeholders, so right after a
@@ -366,8 +368,9 @@ def _separator(tokenizer: Any, cache: dict[str, Any]) -> int | None:
 def _completers(tokenizer: Any, cache: dict[str, Any]) -> dict[str, list[int]]:
     """Per kind of placeholder head (see `_live_heads`), the ids that could complete a placeholder begun before them:
     none of the grammar's placeholders holds whitespace after "%", "$", "#" or in a URL, brace fields and ICU
-    arguments end with "}" (an ICU head with ","), tags with ">", and a URL scheme goes on only through ":", "/" or
-    ".". Any other id is never one that completes a head of that kind, so only these are tried."""
+    arguments end with "}" (an ICU head with ","), tags with ">", a named printf field ("%(name") only through the
+    ")" that closes its name, and a URL scheme goes on only through ":", "/" or ".". Any other id is never one that
+    completes a head of that kind, so only these are tried."""
     if "completers" not in cache:
         texts = _context_texts(tokenizer, cache)
         glued = [i for i, text in enumerate(texts) if text and not text[0].isspace()]
@@ -376,6 +379,7 @@ def _completers(tokenizer: Any, cache: dict[str, Any]) -> dict[str, list[int]]:
             "brace": [i for i, text in enumerate(texts) if "}" in text or "," in text],
             "angle": [i for i, text in enumerate(texts) if ">" in text],
             "scheme": [i for i in glued if any(c in texts[i] for c in ":/.")],
+            "named": [i for i in glued if ")" in texts[i]],
         }
     return cache["completers"]
 
@@ -587,7 +591,13 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
             if char in "%$#":
                 if p < word or (char != "%" and len(head) > 1 and head[1] != "{"):
                     continue
-                heads.append((head, "glued" if char == "%" else "brace"))
+                if char != "%":
+                    kind = "brace"
+                elif head.startswith("%(") and ")" not in head:
+                    kind = "named"  # "%(name" is completed only through the ")" that closes the name
+                else:
+                    kind = "glued"
+                heads.append((head, kind))
             elif char == "{":
                 if head.startswith("{{"):  # "{{ name }}": at most 80 characters inside, on one line
                     if len(head) <= 84 and "\n" not in head:
@@ -1029,7 +1039,6 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         width: int | None = None,
     ):
         self.examples = [_Example(entry or {}, width) for entry in protected_spans]
-        self._ends: tuple[torch.Tensor, list[bool]] | None = None  # see _wants_end
         self._active = [bool(ex) for ex in self.examples]
         if isinstance(eos_token_id, int):
             eos_token_id = [eos_token_id]
@@ -1204,11 +1213,6 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget)
         if carries:
             self._carrying[(index, key)] = state[:3]
-        if allowed is None and starts and self.eos and self._wants_end(scores, row):
-            # The model wants to end but spans remain: place one now (the model chooses which) rather than let it
-            # wander on through text it did not want until the budget forces the spans in.
-            banned_set = set(banned)
-            allowed = [t for t in starts if t not in banned_set and (t in opening or not ex.bans(t, (), parts))] or None
         if allowed is None and ex.has_neighbours:
             banned = banned + [t for t in ex.inventing(g, state[1], self._inventions, state[2]) if t not in opening]
         if allowed is not None:
@@ -1245,7 +1249,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if remaining and max(remaining) > 0:
             _, _, tight, too_long = ex.budget_rule(remaining, budget)
             starts = ex.starts(remaining)
-            if tight or (self.eos and self._wants_end(scores, row)):
+            if tight:
                 return _UNDECIDED
             too_long = [t for t in too_long if t in ex.stray_tokens]
             banned = banned + self.eos + too_long
@@ -1273,13 +1277,6 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             ceiling = self._ceilings[("free",)]
             restore = []
         return ceiling, singles, None, [t for t in starts if t < width], restore
-
-    def _wants_end(self, scores: torch.Tensor, row: int) -> bool:
-        """Whether EOS is row `row`'s highest-scoring token; all rows at once, the first time a step asks (amax:
-        argmax is ten times slower on CPU)."""
-        if self._ends is None or self._ends[0] is not scores:
-            self._ends = (scores, (scores[:, self.eos].amax(-1) >= scores.amax(-1)).tolist())
-        return self._ends[1][row]
 
     def _ceiling(self, ex: _Example, index: int | None, ids: frozenset[int] | None, scores: torch.Tensor) -> Any:
         """The (V,) ceiling of a decision, built once and kept: `torch.minimum(scores, ceiling)` applies it (float
@@ -1397,6 +1394,16 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if ban_rows:  # one write for the whole step: a ceiling per banned set would cost a (V,) tensor each
             stacked[torch.tensor(ban_rows, device=device), torch.tensor(ban_ids, device=device)] = -float("inf")
         out = torch.minimum(scores, stacked)  # (rows, V)
+        lift_rows = [row for row, starts in fallback.items() for _ in starts]
+        if lift_rows and self.eos:
+            # EOS is banned while spans remain: what the model gave ending goes to placing a span there instead (each
+            # allowed start scores at least what EOS did), so it places one where it would have ended rather than
+            # wander on through text it did not want until the budget forces the spans in.
+            rows_, ids_ = torch.tensor(lift_rows, device=device), torch.tensor(
+                [t for starts in fallback.values() for t in starts], device=device)
+            ends = scores[:, self.eos].amax(-1)  # (rows,)
+            current = out[rows_, ids_]
+            out[rows_, ids_] = torch.where(current == -float("inf"), current, torch.maximum(current, ends[rows_]))
         if keep_rows:
             kept_rows, kept_ids = torch.tensor(keep_rows, device=device), torch.tensor(keep_ids, device=device)
             out[kept_rows, kept_ids] = scores[kept_rows, kept_ids]
