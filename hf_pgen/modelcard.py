@@ -10,7 +10,7 @@ model-index from `results`), usage snippets that run (with `trust_remote_code=Tr
 and with hf_pgen), what the copy settings are, and the limitations.
 
 This module may be saved next to a model and imported by its code: it imports only the standard library, torch,
-transformers and huggingface_hub.
+transformers, huggingface_hub and its sibling modules.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import os
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from .configuration_pointer_generator import is_pointer_generator
 
 __all__ = ["render_model_card", "usage_snippet", "pipeline_task", "is_hub_id", "hub_has_model_card", "push_model_card"]
 
@@ -144,7 +146,7 @@ def render_model_card(
         example: the input text of the usage snippets.
     """
     config = model.config
-    copy = getattr(config, "model_type", None) == "pointer_generator"
+    copy = is_pointer_generator(model)
     base_config = _base_config(model)
     task = pipeline_task(model, task)
     model_name = model_name or (repo_id.rstrip("/").split("/")[-1] if repo_id else "pointer-generator")

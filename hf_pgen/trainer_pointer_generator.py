@@ -38,6 +38,7 @@ from transformers import Seq2SeqTrainer
 from transformers.trainer_utils import EvalLoopOutput, EvalPrediction, has_length
 from transformers.utils import logging
 
+from .configuration_pointer_generator import is_pointer_generator
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import PROTECTED_SPANS_KEY, _check_protect, _protection_processors
 from .tokenization_pointer_generator import batch_decode_with_oovs
@@ -94,7 +95,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             to `max_source_length` tokens as the inputs were) is encoded with the protection and its spans go to
             `generate()`; a plain base gets the same guarantee through the logits processor.
 
-    Differences from the stock trainer, for a model with a copy head (`model_type == "pointer_generator"`):
+    Differences from the stock trainer, for a model with a copy head (`hf_pgen.is_pointer_generator(model)`):
 
     - `args.label_smoothing_factor` goes to the model's own loss (as `model.config.label_smoothing` while the loss is
       computed; the saved config keeps its value), which smooths over each row's own classes (its vocabulary plus
@@ -125,7 +126,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         **kwargs,
     ):
         processing_class = kwargs.get("processing_class", more[2] if len(more) > 2 else None)
-        if data_collator is None and _has_copy_head(model) and processing_class is not None:
+        if data_collator is None and is_pointer_generator(model) and processing_class is not None:
             from .data_collator import DataCollatorForPointerGenerator
 
             tokenizer = getattr(processing_class, "tokenizer", processing_class)
@@ -135,14 +136,14 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         self.example_columns = tuple(example_columns)
         if protect is not None:
             _check_protect(protect)  # a bad pattern fails before any training
-            if protect == "oov" and not _has_copy_head(self.model):
+            if protect == "oov" and not is_pointer_generator(self.model):
                 raise ValueError('protect="oov" needs a copying model: out-of-vocabulary words can only be copied.')
         self.protect = protect
         self._protection = dict(source_column=source_column, source_prefix=source_prefix,
                                 max_source_length=max_source_length)
         self._examples: _ExampleIndexDataset | None = None  # the dataset being evaluated (for protected spans)
         self.label_smoothing = 0.0
-        if self.label_smoother is not None and _has_copy_head(self.model):
+        if self.label_smoother is not None and is_pointer_generator(self.model):
             _check_accepts_label_smoothing(self.model)
             # The model smooths over each row's own classes; the stock smoother would average over all V + N columns.
             self.label_smoothing = float(self.args.label_smoothing_factor)
@@ -207,7 +208,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         indices = inputs.pop(EXAMPLE_INDEX, None)  # (B,)
-        copy_head = _has_copy_head(self.model)
+        copy_head = is_pointer_generator(self.model)
         if self.protect is not None and self.args.predict_with_generate and not prediction_loss_only:
             # The stock step only reads its own generation settings when it gets no keyword at all: merge them.
             gen_kwargs = {**getattr(self, "_gen_kwargs", {}), **gen_kwargs}
@@ -276,7 +277,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                 f"{self._protection['max_source_length']}): pass the prefix and length the dataset was encoded with."
             )
         spans = batch[PROTECTED_SPANS_KEY]
-        if _has_copy_head(model):
+        if is_pointer_generator(model):
             return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
         return {"logits_processor": _protection_processors(spans, model.generation_config, gen_kwargs,
                                                            width=model.config.vocab_size)}
@@ -329,7 +330,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             example_indices=np.asarray(indices),
         )
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        with _warn_on_lossy_decode(tokenizer, vocab_size if _has_copy_head(self.model) else None):
+        with _warn_on_lossy_decode(tokenizer, vocab_size if is_pointer_generator(self.model) else None):
             return compute_metrics(eval_pred, **kwargs)
 
     # -- model card -----------------------------------------------------------------------------------------------
@@ -346,7 +347,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         if self.rendered_model_card is not None:
             path.write_text(self.rendered_model_card, encoding="utf-8")
             return
-        if not _has_copy_head(self.model):
+        if not is_pointer_generator(self.model):
             return super().create_model_card(
                 language=language, license=license, tags=tags, model_name=model_name, finetuned_from=finetuned_from,
                 tasks=tasks, dataset_tags=dataset_tags, dataset=dataset, dataset_args=dataset_args,
@@ -503,10 +504,6 @@ class _ExampleIndexCollator:
 def _unwrap(model):
     get_base_model = getattr(model, "get_base_model", None)  # PEFT
     return get_base_model() if callable(get_base_model) else model
-
-
-def _has_copy_head(model) -> bool:
-    return getattr(getattr(_unwrap(model), "config", None), "model_type", None) == "pointer_generator"
 
 
 def _check_accepts_label_smoothing(model) -> None:

@@ -23,6 +23,7 @@ import torch
 import transformers
 
 import hf_pgen
+from hf_pgen import is_pointer_generator
 from hf_pgen.modelcard import is_hub_id, usage_snippet
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "model_card.md.j2"
@@ -277,7 +278,7 @@ def render_training_card(
 def collect_settings(model_args, data_args, training_args, model, tokenizer, data_origin, data_stats,
                      *, repo_id: str | None = None) -> dict:
     """What the model card reports about how the model was made (also returned by run_translation.main)."""
-    copy = getattr(model.config, "model_type", None) == "pointer_generator"
+    copy = is_pointer_generator(model)
     base = model.base if copy else model
     parameters = sum(p.numel() for p in model.parameters())
     threads = torch.get_num_threads()
