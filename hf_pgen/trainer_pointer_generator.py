@@ -383,9 +383,9 @@ def build_compute_metrics(
         vocab_size: the model's output width (`model.config.vocab_size`); extended (copied) ids start there.
         source_column: dataset column with the raw source texts; needed for placeholder preservation.
         reference_column: dataset column with the raw reference texts; default: the labels, decoded with copies.
-        metrics: `metrics(sources, predictions, references, oov_words) -> dict`; default
-            `hf_pgen.metrics.translation_metrics` (sacreBLEU, chrF, placeholder preservation, OOV copy rate; the ones
-            that need sources only with `source_column`).
+        metrics: `metrics(sources, predictions, references, oov_words) -> dict`, where `sources` is None without
+            `source_column` and `oov_words` None when the dataset has no `oov_words` column; default
+            `hf_pgen.metrics.translation_metrics` (sacreBLEU, chrF, placeholder preservation, OOV copy rate).
 
     Returns a callable of one `EvalPrediction` giving `{name: value}` rounded to 4 digits (nan values are left out),
     plus `gen_len`, the mean number of non-pad predicted tokens. Predictions may be generated ids (B, L) or
@@ -399,7 +399,7 @@ def build_compute_metrics(
                          "vocab_size=model.config.vocab_size, or pass a PointerGeneratorProcessor.")
 
     def compute_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
-        from . import metrics as _metrics
+        from .metrics import translation_metrics
 
         predictions = eval_pred.predictions[0] if isinstance(eval_pred.predictions, tuple) else eval_pred.predictions
         predictions = np.asarray(predictions)
@@ -418,15 +418,8 @@ def build_compute_metrics(
                           batch_decode_with_oovs(tokenizer, np.asarray(eval_pred.label_ids), tables,
                                                  vocab_size=vocab_size)]
         sources = [str(text) for text in columns[source_column]] if source_column is not None else None
-        if metrics is not None:
-            result = metrics(sources, decoded, references, tables)
-        else:
-            result = {"bleu": _metrics.corpus_bleu(decoded, references),
-                      "chrf": _metrics.corpus_chrf(decoded, references)}
-            if sources is not None:
-                result["placeholder_preservation"] = _metrics.placeholder_preservation(sources, decoded)
-            if getattr(eval_pred, "oov_words", None) is not None:
-                result["oov_copy_rate"] = _metrics.oov_copy_rate(tables, references, decoded)
+        score = metrics if metrics is not None else translation_metrics
+        result = score(sources, decoded, references, getattr(eval_pred, "oov_words", None))
         pad = tokenizer.pad_token_id
         kept = (predictions >= 0) & (predictions != pad) if pad is not None else predictions >= 0
         result["gen_len"] = float(kept.sum(-1).mean()) if len(predictions) else 0.0

@@ -263,14 +263,16 @@ def unseen_terms(sources: list[str], train_texts: list[str]) -> list[list[str]]:
 
 
 def score(sources: list[str], references: list[str], predictions: list[str], terms: list[list[str]]) -> dict:
-    from hf_pgen.metrics import corpus_bleu, corpus_chrf, extract_placeholders, placeholder_preservation
+    """The library's `translation_metrics` (what run_translation reports too), plus what only this job measures."""
+    from hf_pgen.metrics import extract_placeholders, translation_metrics
 
+    library = translation_metrics(sources, predictions, references)
     invented = [bool(set(extract_placeholders(p)) - set(extract_placeholders(s))) for s, p in zip(sources, predictions)]
     copied = [term in _WORD.findall(p) for ts, p in zip(terms, predictions) for term in ts]
     return {
-        "bleu": corpus_bleu(predictions, references),
-        "chrf": corpus_chrf(predictions, references),
-        "placeholders_kept": placeholder_preservation(sources, predictions),
+        "bleu": library["bleu"],
+        "chrf": library["chrf"],
+        "placeholders_kept": library["placeholder_preservation"],
         "placeholders_invented": sum(invented) / max(len(invented), 1),
         "unseen_term_copy": sum(copied) / len(copied) if copied else None,
     }
