@@ -1,24 +1,16 @@
-"""Checks on the embedded English->German software-message corpus (training/data)."""
+"""Checks on the embedded English->German software-message corpus (hf_pgen.corpus; files in hf_pgen/en_de_messages)."""
 
 from __future__ import annotations
 
 import json
 import random
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 import datasets
 
-# training/ is not an installed package: make the repository root importable
-# also when pytest is run as a plain `pytest` command.
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from training.data import CORPUS_DIR, SPLITS, load_en_de_messages  # noqa: E402
+from hf_pgen.corpus import CORPUS_DIR, SPLITS, load_en_de_messages
 
 ALLOWED_LICENSES = {"MIT", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "PSF-2.0"}
 

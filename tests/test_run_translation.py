@@ -20,7 +20,7 @@ import torch
 
 import hf_pgen  # noqa: F401  (registers the pointer-generator with the Auto classes)
 from training import run_translation
-from training.data import load_en_de_messages
+from hf_pgen.corpus import load_en_de_messages
 from training.data.files import DataError, load_translation_splits, read_translation_file
 
 ROOT = Path(__file__).resolve().parent.parent

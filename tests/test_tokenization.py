@@ -111,7 +111,7 @@ def _build(family: str, langs: str = "en de") -> PreTrainedTokenizerFast:
         tok.decoder = decoders.Metaspace()
         trainer = trainers.UnigramTrainer(vocab_size=800, special_tokens=SPECIALS, unk_token="<unk>")
     elif family in ("metaspace_wordlevel", "metaspace_wordpiece"):
-        # the recipe of training/tokenizer.py's train_shared_tokenizer (the main job's tokenizer): "▁" for
+        # the recipe of hf_pgen/tokenizer_training.py's train_shared_tokenizer (the main job's tokenizer): "▁" for
         # every space, line breaks and punctuation as tokens of their own, NFC; an unknown word swallows its "▁"
         word_split = pre_tokenizers.Sequence([
             pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
@@ -496,8 +496,8 @@ def _validation_text() -> tuple[str, ...]:
 
 
 def test_project_tokenizer_copy_round_trip():
-    """The main job's own tokenizer (training/tokenizer.py: train_shared_tokenizer, word-level)."""
-    from training.tokenizer import train_shared_tokenizer
+    """The main job's own tokenizer (hf_pgen.tokenizer_training.train_shared_tokenizer, word-level)."""
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     tok = train_shared_tokenizer(list(_real_text()[:3000]), "wordlevel", 600)
     V = len(tok)

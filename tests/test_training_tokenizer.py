@@ -1,11 +1,11 @@
-"""training/tokenizer.py: the one tokenizer builder (script, main job, tests, quick start)."""
+"""hf_pgen/tokenizer_training.py: the one tokenizer builder (script, main job, tests, quick start)."""
 
 import pytest
 from testing_utils import corpus_texts
 
 from hf_pgen.placeholders import extract_placeholders
-from training.data import load_en_de_messages
-from training.tokenizer import TOKENIZER_TYPES, train_shared_tokenizer
+from hf_pgen.corpus import load_en_de_messages
+from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 
 
 @pytest.fixture(scope="module")

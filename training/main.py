@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
 
-    from training.data import load_en_de_messages
+    from hf_pgen.corpus import load_en_de_messages
 
     train = load_en_de_messages("train")["translation"]
     test = load_en_de_messages("test")["translation"]
@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> dict:
     for kind in TOKENIZERS:
         folder = out / "tokenizers" / kind
         if not (folder / "tokenizer.json").is_file():
-            from training.tokenizer import train_shared_tokenizer
+            from hf_pgen.tokenizer_training import train_shared_tokenizer
 
             train_shared_tokenizer(train_texts, kind, args.vocab_size,
                                    placeholders_in_vocabulary=PLACEHOLDERS_IN_VOCABULARY[kind]).save_pretrained(folder)

@@ -153,7 +153,7 @@ def render_training_card(
         pairs = {s: data_stats[s].get("used", data_stats[s].get("pairs")) for s in ("train", "validation", "test")
                  if s in data_stats}
         data_description = (
-            "The English→German software-message corpus shipped with hf_pgen (`training/data/en_de_messages`): "
+            "The English→German software-message corpus shipped with hf_pgen (`hf_pgen/en_de_messages`, loaded by `hf_pgen.corpus`): "
             "user-interface strings and their German translations, taken verbatim from the message catalogues in "
             f"the PyPI wheels of {len(packages)} open-source projects. Splits are by project, so test messages come "
             "from projects never seen in training. Pairs used: "

@@ -60,7 +60,7 @@ from training.data.files import SUPPORTED, file_format, load_translation_splits
 from training.evaluation import decode_predictions, mean_p_gen, write_copy_records, write_predictions
 from training.model import MODEL_TYPES, build_model, check_lengths, set_language_codes
 from training.model_card import collect_settings, render_training_card
-from training.tokenizer import TOKENIZER_TYPES, train_shared_tokenizer
+from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 
 logger = logging.getLogger(__name__)
 

