@@ -122,7 +122,7 @@ class PointerGeneratorProcessor:
 
         `protect` (off by default) adds `protected_spans`: per example, the spans that `generate()` must reproduce
         exactly as often as the source holds them, and the token sequences that spell them. `"placeholders"` (the
-        placeholder grammar of `hf_pgen.metrics`), `"oov"` (every out-of-vocabulary source word), a regular
+        placeholder grammar of `hf_pgen.placeholders`), `"oov"` (every out-of-vocabulary source word), a regular
         expression (str or compiled), or a list of literal strings. See `hf_pgen.protection_pointer_generator`.
         """
         keep_offsets = bool(tokenizer_kwargs.get("return_offsets_mapping", False))

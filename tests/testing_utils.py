@@ -118,8 +118,8 @@ def corpus_pairs(split: str, limit: int | None = None) -> list[tuple[str, str]]:
 
 
 def word_level_tokenizer(texts: list[str], vocab_size: int):
-    """The project's one tokenizer builder (`hf_pgen.tokenizer_training.train_shared_tokenizer`), word-level: what the main
-    job and `run_translation --train_tokenizer` use. Special ids: <pad>=0, </s>=1, <unk>=2, <s>=3."""
+    """The project's one tokenizer builder (`hf_pgen.tokenizer_training.train_shared_tokenizer`), word-level: what the
+    main job and `run_translation --train_tokenizer` use. Special ids: <pad>=0, </s>=1, <unk>=2, <s>=3."""
     from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     return train_shared_tokenizer(texts, "wordlevel", vocab_size)
