@@ -151,8 +151,6 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         self.data_collator = _ExampleIndexCollator(self.data_collator)
         self._gathered_indices: list[np.ndarray] = []
         self._evaluation_rows: np.ndarray | None = None
-        # A card rendered elsewhere (e.g. training/run_translation.py) that push_to_hub should upload as is.
-        self.rendered_model_card: str | None = None
 
     # -- loss -----------------------------------------------------------------------------------------------------
 
@@ -336,35 +334,42 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
     # -- model card -----------------------------------------------------------------------------------------------
 
     def create_model_card(self, language=None, license=None, tags=None, model_name=None, finetuned_from=None,
-                          tasks=None, dataset_tags=None, dataset=None, dataset_args=None):
-        """Write README.md: a card rendered beforehand (`rendered_model_card`), else for a pointer-generator
-        `hf_pgen.modelcard.render_model_card` (task, tags, usage snippets, evaluation results), else the stock card."""
+                          tasks=None, dataset_tags=None, dataset=None, dataset_args=None, *, results=None,
+                          dataset_name=None, repo_id=None, example=None, max_new_tokens=None, training_details=None):
+        """Write README.md with `hf_pgen.modelcard.render_model_card` (task, tags, usage snippets that run, evaluation
+        results, copy settings) for a pointer-generator, and for any model given `training_details` (the no-copy
+        baseline of a comparison); a plain base otherwise gets the stock card.
+
+        The stock arguments come first (`push_to_hub(**kwargs)` passes them on, and these too). `results` defaults to
+        the latest evaluation in the log history, `repo_id` (where the usage snippets load the model from) to the
+        Hub repository, `max_new_tokens` to `args.generation_max_length`; `dataset_name`, `example` and
+        `training_details` (Markdown on how the model was made) go to `render_model_card` as they are."""
         if not self.is_world_process_zero():
             return
-        from pathlib import Path
-
-        path = Path(self.args.output_dir, "README.md")
-        if self.rendered_model_card is not None:
-            path.write_text(self.rendered_model_card, encoding="utf-8")
-            return
-        if not is_pointer_generator(self.model):
+        if not is_pointer_generator(self.model) and training_details is None:
             return super().create_model_card(
                 language=language, license=license, tags=tags, model_name=model_name, finetuned_from=finetuned_from,
                 tasks=tasks, dataset_tags=dataset_tags, dataset=dataset, dataset_args=dataset_args,
             )
+        from pathlib import Path
+
         from .modelcard import render_model_card
 
-        results = {}
-        for entry in self.state.log_history:  # the latest evaluation
-            if any(key.startswith("eval_") for key in entry):
-                results = {k: v for k, v in entry.items() if k.startswith("eval_")}
+        if results is None:
+            results = {}
+            for entry in self.state.log_history:  # the latest evaluation
+                if any(key.startswith("eval_") for key in entry):
+                    results = {k: v for k, v in entry.items() if k.startswith("eval_")}
         task = tasks[0] if isinstance(tasks, (list, tuple)) and tasks else tasks
         card = render_model_card(
             _unwrap(self.model), base_model=finetuned_from, tokenizer=self.processing_class, results=results or None,
             task=task, language=language, license=license, dataset=dataset or dataset_tags,
-            repo_id=self.hub_model_id, model_name=model_name, tags=[tags] if isinstance(tags, str) else tags,
+            dataset_name=dataset_name, repo_id=repo_id or self.hub_model_id, model_name=model_name,
+            tags=[tags] if isinstance(tags, str) else tags, example=example,
+            max_new_tokens=max_new_tokens or self.args.generation_max_length, training_details=training_details,
         )
-        path.write_text(str(card), encoding="utf-8")
+        Path(self.args.output_dir).mkdir(parents=True, exist_ok=True)
+        Path(self.args.output_dir, "README.md").write_text(str(card), encoding="utf-8")
 
 
 def build_compute_metrics(
