@@ -284,7 +284,7 @@ def read_predictions(folder: Path) -> list[str]:
 
 
 def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
-    """The issue's goals, each met or missed by this run's own numbers.
+    """The main job's goals (what copying must achieve to be worth it), each met or missed by this run's numbers.
 
     "The best pointer-generator" is the pointer-generator system (either vocabulary, with or without protection)
     with the highest chrF; it is compared with the subword baseline decoding the same way (protected or not), except

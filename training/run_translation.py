@@ -436,8 +436,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             labels = [[pad_id if t == -100 else t for t in row] for row in labels]
         truncated_targets = encoded.get("num_truncated_target_tokens")
         if truncated_targets is None:
-            # SINGLE CALL SITE to remove once encode_with_oovs reports target truncation (the tokenization owner's
-            # `num_truncated_target_tokens`): until then the targets are tokenized a second time, untruncated.
+            # encode_with_oovs counts what truncation cut from the sources only: the targets are tokenized a second
+            # time, untruncated. (Remove this once it returns `num_truncated_target_tokens` too.)
             full = tokenizer(text_target=batch["target"], truncation=False)["input_ids"]
             truncated_targets = [max(len(ids) - max_target_length, 0) for ids in full]
         out = {
