@@ -5,7 +5,7 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main test test-compat benchmark browser clean
+.PHONY: setup main test test-compat benchmark browser clean model_card.md
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
@@ -37,6 +37,20 @@ browser:
 test: setup $(VENV_523)/.installed browser
 	$(VENV)/bin/python -m pytest -q
 	$(VENV_523)/bin/python -m pytest -q tests/test_modeling.py tests/test_configuration.py tests/test_modeling_upstream.py tests/test_tokenization.py tests/test_processing.py tests/test_data_collator.py tests/test_pipeline.py
+
+# model_card.md: an example of the card every run_translation run writes (hf_pgen.modelcard's one template), from a
+# short run of the main job's word-level pointer-generator recipe (about 5 minutes on one CPU core).
+MODEL_CARD_CONFIG ?= d_model=128,encoder_layers=3,decoder_layers=3,encoder_attention_heads=4,decoder_attention_heads=4,encoder_ffn_dim=512,decoder_ffn_dim=512,max_position_embeddings=128
+MODEL_CARD_RUN ?= --model_type mbart --config_overrides $(MODEL_CARD_CONFIG) \
+  --train_tokenizer --tokenizer_type wordlevel --tokenizer_vocab_size 8000 --tokenizer_copy_placeholders \
+  --placeholder_augmentation --oov_copy_limit --no_repeat_ngram_size 3 --max_source_length 128 --max_target_length 128 \
+  --learning_rate 1e-3 --warmup_steps 33 --label_smoothing_factor 0.1 --weight_decay 0.01 --seed 42 \
+  --max_steps 400 --per_device_train_batch_size 16 --do_train --do_predict --predict_with_generate \
+  --max_predict_samples 200 --per_device_eval_batch_size 64 --save_strategy no --report_to none
+model_card.md: setup
+	rm -rf outputs/pgen-word
+	$(VENV)/bin/python -m training.run_translation $(MODEL_CARD_RUN) --output_dir outputs/pgen-word
+	cp outputs/pgen-word/README.md $@
 
 benchmark: setup
 	$(VENV)/bin/python -m benchmarks.run

@@ -9,7 +9,7 @@ from transformers.utils import logging as hl; hl.set_verbosity_error()
 from tokenizers import ByteLevelBPETokenizer, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast, T5Tokenizer
 from hf_pgen.tokenization_pointer_generator import encode_with_oovs, decode_with_oovs
-from training.tokenizer import train_shared_tokenizer
+from hf_pgen.tokenizer_training import train_shared_tokenizer
 
 
 def main() -> None:

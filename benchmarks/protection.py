@@ -179,7 +179,7 @@ def resolve_model(model: str | Path | None, train: bool, steps: int = DEFAULT_ST
 def protection_sources(tokenizer, max_source_tokens: int, count: int) -> list[dict]:
     """`count` test-split pairs ({"en", "de"}) whose source holds a placeholder and is at most `max_source_tokens`
     tokens long (read whole), spread evenly over the split, in corpus order."""
-    from training.data import load_en_de_messages
+    from hf_pgen.corpus import load_en_de_messages
 
     from hf_pgen.metrics import extract_placeholders
 

@@ -108,8 +108,8 @@ def protection_workload(
     """The main job's tokenizer (word level, `vocab_size` words, trained on the embedded corpus' training split, en
     and de), an untrained pointer-generator of `SIZES[size]` over it, and the test split's English messages that hold
     a placeholder and are `min_tokens` to `max_tokens` tokens long, in corpus order."""
-    from training.data import load_en_de_messages
-    from training.tokenizer import train_shared_tokenizer
+    from hf_pgen.corpus import load_en_de_messages
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     train = load_en_de_messages("train")["translation"]
     tokenizer = train_shared_tokenizer([p["en"] for p in train] + [p["de"] for p in train], "wordlevel", vocab_size)

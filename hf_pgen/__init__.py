@@ -6,7 +6,7 @@ AutoConfig, AutoModel and AutoModelForSeq2SeqLM (model_type "pointer_generator")
 
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
-from .configuration_pointer_generator import PointerGeneratorConfig
+from .configuration_pointer_generator import PointerGeneratorConfig, is_pointer_generator
 from .generation_pointer_generator import OOVCopyLimitLogitsProcessor
 from .data_collator import DataCollatorForPointerGenerator
 from .modeling_pointer_generator import (
@@ -50,6 +50,7 @@ _register_pipeline_tasks()
 
 __all__ = [
     "PointerGeneratorConfig",
+    "is_pointer_generator",
     "PointerGeneratorForConditionalGeneration",
     "PointerGeneratorPreTrainedModel",
     "PointerGeneratorSeq2SeqLMOutput",

@@ -317,6 +317,8 @@ def _load(model: str, device: str):
     from transformers import AutoConfig, pipeline
     from transformers.utils import logging as transformers_logging
 
+    from .configuration_pointer_generator import is_pointer_generator
+
     transformers_logging.disable_progress_bar()  # a bar per loaded file: our progress lines are enough
     if os.path.isfile(model):
         raise _Error(f"MODEL {model!r} is a file: pass the folder that model.save_pretrained wrote")
@@ -335,7 +337,7 @@ def _load(model: str, device: str):
     except (OSError, ValueError, KeyError) as error:
         where = f"{model!r} is not a model folder" if os.path.isdir(model) else f"no model folder {model!r}"
         raise _Error(f"{where}, and it could not be loaded: {_first_line(error)}") from None
-    if getattr(config, "model_type", None) != "pointer_generator":
+    if not is_pointer_generator(config):
         raise _Error(
             f"{model!r} holds a {getattr(config, 'model_type', None) or 'non-pointer-generator'} model, not a "
             "pointer-generator: it has no copy information to show. Translate it with "

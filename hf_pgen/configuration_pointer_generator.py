@@ -121,8 +121,8 @@ class PointerGeneratorConfig(PreTrainedConfig):
         self.custom_pipelines = _without_installed_pipelines(getattr(self, "custom_pipelines", None))
 
     def _check_cross_attention_pointer(self) -> None:
-        layers = _first_attr(self.base_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers")
-        heads = _first_attr(self.base_config, "decoder_attention_heads", "num_heads", "num_attention_heads")
+        layers = _first_int(self.base_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers")
+        heads = _first_int(self.base_config, "decoder_attention_heads", "num_heads", "num_attention_heads")
         if layers is not None and not -layers <= self.pointer_layer < layers:
             raise ValueError(
                 f"pointer_layer={self.pointer_layer} does not name a decoder layer: the base has {layers} "
@@ -193,10 +193,27 @@ def _without_installed_pipelines(custom_pipelines: dict | None) -> dict | None:
     }
 
 
-def _first_attr(config: PreTrainedConfig, *names: str) -> int | None:
+def is_pointer_generator(model_or_config) -> bool:
+    """Whether `model_or_config` has the copy head: a `PointerGeneratorConfig`, a model whose config is one, or a
+    PEFT model around such a model. A plain base (BART, Marian, ...) gives False.
+
+    >>> is_pointer_generator(PointerGeneratorForConditionalGeneration.from_base(base))
+    True
+    >>> is_pointer_generator(base), is_pointer_generator(base.config)
+    (False, False)
+    """
+    get_base_model = getattr(model_or_config, "get_base_model", None)  # PEFT
+    if callable(get_base_model):
+        model_or_config = get_base_model()
+    config = getattr(model_or_config, "config", model_or_config)
+    return getattr(config, "model_type", None) == PointerGeneratorConfig.model_type
+
+
+def _first_int(config: PreTrainedConfig, *names: str) -> int | None:
+    """The first of `config`'s attributes `names` that holds a positive int (configs name one size differently)."""
     for name in names:
         value = getattr(config, name, None)
-        if isinstance(value, int):
+        if isinstance(value, int) and value > 0:
             return value
     return None
 
@@ -218,4 +235,4 @@ def _check_shared_vocabulary(base_config: PreTrainedConfig) -> None:
         )
 
 
-__all__ = ["PointerGeneratorConfig", "CUSTOM_PIPELINES"]
+__all__ = ["PointerGeneratorConfig", "CUSTOM_PIPELINES", "is_pointer_generator"]

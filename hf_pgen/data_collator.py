@@ -11,10 +11,9 @@ import torch
 from transformers import DataCollatorForSeq2Seq
 from transformers.utils import PaddingStrategy
 
-__all__ = ["DataCollatorForPointerGenerator"]
+from .tokenization_pointer_generator import _DECODING_ONLY_KEYS
 
-# Keys of an encoded example that are for decoding only (lists of strings / counts): a batch holds tensors.
-_DECODING_ONLY_KEYS = ("oov_words", "oov_spacing", "num_truncated_tokens")
+__all__ = ["DataCollatorForPointerGenerator"]
 
 
 @dataclass

@@ -112,17 +112,19 @@ def corpus_chrf(predictions: Sequence[str], references: Sequence[str], **kwargs)
 
 
 def translation_metrics(
-    sources: Sequence[str],
+    sources: Sequence[str] | None,
     predictions: Sequence[str],
     references: Sequence[str],
     oov_words_per_example: Sequence[Sequence[str] | None] | None = None,
 ) -> dict[str, float]:
-    """All of the above in one dict: bleu, chrf, placeholder_preservation and (with OOV tables) oov_copy_rate."""
+    """All of the above in one dict: bleu, chrf, placeholder_preservation (with ``sources``) and oov_copy_rate (with
+    OOV tables). How hf_pgen scores a system everywhere: ``build_compute_metrics`` and the main job call this."""
     results = {
         "bleu": corpus_bleu(predictions, references),
         "chrf": corpus_chrf(predictions, references),
-        "placeholder_preservation": placeholder_preservation(sources, predictions),
     }
+    if sources is not None:
+        results["placeholder_preservation"] = placeholder_preservation(sources, predictions)
     if oov_words_per_example is not None:
         results["oov_copy_rate"] = oov_copy_rate(oov_words_per_example, references, predictions)
     return results

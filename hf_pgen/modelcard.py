@@ -1,16 +1,20 @@
-"""Model cards for pointer-generator models: what `push_to_hub` uploads as README.md.
+"""Model cards for pointer-generators (and plain hf_pgen baselines): what `push_to_hub`, the Trainer and
+`training/run_translation.py` write as README.md.
 
 >>> from hf_pgen.modelcard import render_model_card
 >>> card = render_model_card(model, base_model="facebook/bart-base", tokenizer=tokenizer, repo_id="you/pg",
 ...                          results={"eval_bleu": 31.2, "eval_chrf": 55.0}, language=["en", "de"])
 >>> card.save("pg/README.md")        # a huggingface_hub.ModelCard; card.data holds the YAML metadata
 
-The card has the Hub metadata (pipeline tag, `library_name: transformers`, tags, base model, languages, licence,
-model-index from `results`), usage snippets that run (with `trust_remote_code=True` in a Python without hf_pgen,
-and with hf_pgen), what the copy settings are, and the limitations.
+One builder and one template (`TEMPLATE`, Jinja, here in the module so that a saved model folder carries it): the
+Hub metadata (pipeline tag, `library_name: transformers`, tags, base model, languages, licence, model-index from
+`results`), the evaluation table with what each metric measures, usage snippets that run (with
+`trust_remote_code=True` in a Python without hf_pgen, and with hf_pgen), the copy settings, how the model was
+trained when the caller says so (`training_details`), the limitations. `model_card.md` at the top of the repository is
+a card rendered from it.
 
 This module may be saved next to a model and imported by its code: it imports only the standard library, torch,
-transformers and huggingface_hub.
+transformers, huggingface_hub (which renders with Jinja2, a dependency of torch) and its sibling modules.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from .configuration_pointer_generator import is_pointer_generator
+
 __all__ = ["render_model_card", "usage_snippet", "pipeline_task", "is_hub_id", "hub_has_model_card", "push_model_card"]
 
 TASKS = ("translation", "summarization", "text2text-generation")
@@ -30,15 +36,23 @@ _OUTPUT_KEYS = {"translation": "translation_text", "summarization": "summary_tex
 _EXAMPLES = {"translation": "Delete the file %(name)s from Nakamura-Øresund?",
              "summarization": "Nakamura-Øresund Ltd. renamed its product Zyxwvut to Zyxwvut Pro on Monday.",
              "text2text-generation": "Delete the file %(name)s from Nakamura-Øresund?"}
-# (result key without its split prefix, metric type in the model-index, display name)
+# (result key without its split prefix, metric type in the model-index (None: the card's table only), display name,
+# digits in the table, what it measures)
 METRICS = (
-    ("bleu", "bleu", "sacreBLEU"),
-    ("chrf", "chrf", "chrF"),
-    ("rouge1", "rouge", "ROUGE-1"),
-    ("rouge2", "rouge", "ROUGE-2"),
-    ("rougeL", "rouge", "ROUGE-L"),
-    ("placeholder_preservation", "placeholder_preservation", "Placeholder preservation"),
-    ("oov_copy_rate", "oov_copy_rate", "OOV copy rate"),
+    ("bleu", "bleu", "sacreBLEU", 2, "corpus BLEU from `sacrebleu` (13a tokenisation), 0-100."),
+    ("chrf", "chrf", "chrF", 2, "`sacrebleu`'s chrF (character 6-grams, β = 2), 0-100."),
+    ("rouge1", "rouge", "ROUGE-1", 2, None),
+    ("rouge2", "rouge", "ROUGE-2", 2, None),
+    ("rougeL", "rouge", "ROUGE-L", 2, None),
+    ("placeholder_preservation", "placeholder_preservation", "Placeholder preservation", 3,
+     "share of outputs, among sources with at least one placeholder (printf `%s`, `%(name)s`, `%1`, `{name}`, "
+     "`{0}`, ICU `{n, number}`, HTML tags, URLs), that contain every source placeholder exactly as often as the "
+     "source and invent none (`hf_pgen.metrics.placeholder_preservation`)."),
+    ("oov_copy_rate", "oov_copy_rate", "OOV copy rate", 3,
+     "share of source words outside the tokenizer's vocabulary that the reference contains and the output contains "
+     "too (`hf_pgen.metrics.oov_copy_rate`)."),
+    ("mean_p_gen", None, "Mean p_gen", 3,
+     "the copy switch averaged over reference tokens (teacher-forced); 1 = always generate, 0 = always copy."),
 )
 _SPLITS = (("predict_", "test"), ("test_", "test"), ("eval_", "validation"))
 
@@ -106,6 +120,64 @@ def _literal(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+# The card, for every model hf_pgen writes one for. Rendered by `huggingface_hub.ModelCard.from_template` (Jinja2).
+TEMPLATE = """---
+{{ card_data }}
+---
+
+# {{ title }}
+
+{{ description }}
+{% if result_rows %}
+## Evaluation
+
+{{ evaluation }}
+
+| metric | value |
+|---|---:|
+{% for label, value in result_rows -%}
+| {{ label }} | {{ value }} |
+{% endfor %}
+{% for name, note in metric_notes -%}
+- **{{ name }}**: {{ note }}
+{% endfor -%}
+{% endif %}
+## How to use
+
+{{ usage }}
+{%- if copy_settings %}
+## Copy settings
+
+| setting | value |
+|---|---|
+{% for name, value in copy_settings -%}
+| `{{ name }}` | `{{ value }}` |
+{% endfor -%}
+{% endif %}
+{%- if training_details %}
+## Training details
+
+{{ training_details }}
+{% endif %}
+## Limitations
+
+{% for line in limitations -%}
+- {{ line }}
+{% endfor %}
+## Citation
+
+```bibtex
+@inproceedings{see-etal-2017-get,
+  title = "Get To The Point: Summarization with Pointer-Generator Networks",
+  author = "See, Abigail and Liu, Peter J. and Manning, Christopher D.",
+  booktitle = "Proceedings of the 55th Annual Meeting of the Association for Computational Linguistics",
+  year = "2017",
+  pages = "1073--1083",
+}
+```
+"""
+
+
 def render_model_card(
     model,
     *,
@@ -121,6 +193,8 @@ def render_model_card(
     license: str | None = None,
     tags: list[str] | None = None,
     example: str | None = None,
+    max_new_tokens: int | None = None,
+    training_details: str | None = None,
 ) -> ModelCard:
     """The model card of `model` (a pointer-generator, or a plain encoder-decoder such as an hf_pgen baseline).
 
@@ -131,7 +205,8 @@ def render_model_card(
         tokenizer: its tokenizer, to say what counts as out of vocabulary (byte-level BPE: nothing).
         results: evaluation metrics, e.g. `trainer.evaluate()` / `trainer.predict().metrics` (`eval_bleu`,
             `predict_chrf`, ... or unprefixed `bleu`); the test split's (`predict_` / `test_`) win over validation's.
-            Known metrics (sacreBLEU, chrF, ROUGE, placeholder preservation, OOV copy rate) enter the model-index.
+            Known metrics (sacreBLEU, chrF, ROUGE, placeholder preservation, OOV copy rate) enter the model-index;
+            mean p_gen and the split's `*_samples` enter the text.
         task: "translation", "summarization" or "text2text-generation" (or "translation_en_to_de"); default: from
             the base's `task_specific_params`, else "text2text-generation".
         language: language code(s), e.g. `["en", "de"]`.
@@ -142,9 +217,12 @@ def render_model_card(
         license: SPDX licence id.
         tags: more tags.
         example: the input text of the usage snippets.
+        max_new_tokens: what the usage snippets generate at most (default 64; keep it within the model's positions).
+        training_details: Markdown on how the model was made (data, settings, hardware), shown under "Training
+            details"; `training/run_translation.py` passes its run's.
     """
     config = model.config
-    copy = getattr(config, "model_type", None) == "pointer_generator"
+    copy = is_pointer_generator(model)
     base_config = _base_config(model)
     task = pipeline_task(model, task)
     model_name = model_name or (repo_id.rstrip("/").split("/")[-1] if repo_id else "pointer-generator")
@@ -153,19 +231,27 @@ def render_model_card(
     hub_base = base_model if base_model and is_hub_id(base_model) else None
     datasets = [dataset] if isinstance(dataset, str) else list(dataset or [])
     hub_datasets = [d for d in datasets if is_hub_id(d)]
+    dataset_name = dataset_name or (datasets[0] if datasets else None)
 
     # -- results --
     split, metrics = _split_results(results or {})
-    eval_results = []
-    for key, metric_type, display in METRICS:
+    eval_results, result_rows, metric_notes = [], [], []
+    for key, metric_type, display, digits, note in METRICS:
         value = metrics.get(key)
-        if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        if not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
+            continue
+        result_rows.append((display, f"{value:.{digits}f}"))
+        if note:
+            metric_notes.append((display, note))
+        if metric_type is not None:
             eval_results.append(EvalResult(
                 task_type=task, dataset_type=hub_datasets[0] if hub_datasets else "custom",
-                dataset_name=dataset_name or (datasets[0] if datasets else "evaluation data"),
-                dataset_split=split, metric_type=metric_type, metric_name=display,
-                metric_value=round(float(value), 4),
+                dataset_name=dataset_name or "evaluation data", dataset_split=split, metric_type=metric_type,
+                metric_name=display, metric_value=round(float(value), 4),
             ))
+    samples = metrics.get("samples")
+    evaluation = (f"The {split} split" + (f" of {dataset_name}" if dataset_name else "")
+                  + (f" ({samples} examples)" if isinstance(samples, int) else "") + ".")
 
     card_tags = ["hf_pgen", task, "seq2seq"]
     if copy:
@@ -185,38 +271,25 @@ def render_model_card(
         metrics=list(dict.fromkeys(r.metric_type for r in eval_results)) or None,
         eval_results=eval_results or None,
     )
-
-    body = [f"# {model_name}", "", _description(model, copy, base_config, base_model, task, languages), ""]
-    if eval_results:
-        body += [f"## Evaluation ({split} split)", "", "| metric | value |", "|---|---:|"]
-        body += [f"| {r.metric_name} | {r.metric_value} |" for r in eval_results]
-        body += [""]
-    body += ["## How to use", "", usage_snippet(repo_id, copy_mechanism=copy, task=task, example=example)]
-    if copy:
-        body += ["## Copy settings", "", "| setting | value |", "|---|---|"]
-        body += [f"| `{name}` | `{getattr(config, name, None)!r}` |" for name in
-                 ("pointer", "coverage", "coverage_weight", "force_p_gen", "p_gen_bias_init", "unk_token_id")]
-        body += [""]
-    body += ["## Limitations", ""] + [f"- {line}" for line in _limitations(copy, tokenizer)] + [""]
-    body += [_CITATION]
-    return ModelCard(f"---\n{card_data.to_yaml()}\n---\n\n" + "\n".join(body))
+    copy_settings = [(name, repr(getattr(config, name, None))) for name in
+                     ("pointer", "coverage", "coverage_weight", "force_p_gen", "p_gen_bias_init", "unk_token_id")]
+    return ModelCard.from_template(
+        card_data,
+        template_str=TEMPLATE,
+        title=model_name,
+        description=_description(model, copy, base_config, base_model, task, languages),
+        evaluation=evaluation,
+        result_rows=result_rows,
+        metric_notes=metric_notes,
+        usage=usage_snippet(repo_id, copy_mechanism=copy, task=task, example=example,
+                            max_new_tokens=max_new_tokens or 64),
+        copy_settings=copy_settings if copy else None,
+        training_details=(training_details or "").strip(),
+        limitations=_limitations(copy, tokenizer),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-
-
-_CITATION = """## Citation
-
-```bibtex
-@inproceedings{see-etal-2017-get,
-  title = "Get To The Point: Summarization with Pointer-Generator Networks",
-  author = "See, Abigail and Liu, Peter J. and Manning, Christopher D.",
-  booktitle = "Proceedings of the 55th Annual Meeting of the Association for Computational Linguistics",
-  year = "2017",
-  pages = "1073--1083",
-}
-```
-"""
 
 
 def hub_has_model_card(repo_id: str, token: str | None = None) -> bool:
@@ -255,7 +328,7 @@ def is_hub_id(name: str) -> bool:
 def _split_results(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     for prefix, split in _SPLITS:
         found = {k[len(prefix):]: v for k, v in results.items() if k.startswith(prefix)}
-        if any(key in found for key, _, _ in METRICS):
+        if any(key in found for key, *_ in METRICS):
             return split, found
     return "validation", dict(results)
 

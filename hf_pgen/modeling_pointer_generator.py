@@ -29,9 +29,10 @@ from transformers.generation.utils import GenerateBeamEncoderDecoderOutput, Gene
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 from transformers.utils import logging
 
-from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig
+from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, _first_int
 from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, _oov_copy_limit_processors
 from .protection_pointer_generator import PROTECTED_SPANS_KEY, _protection_processors, _warn_missing_spans
+from .tokenization_pointer_generator import _DECODING_ONLY_KEYS  # generate() drops them: `model.generate(**batch)`
 
 logger = logging.get_logger(__name__)
 
@@ -39,10 +40,6 @@ logger = logging.get_logger(__name__)
 _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
 
 _COPY_MASS_FLOOR = 1e-30
-
-# Keys of an encoded batch (hf_pgen's processor / encode_with_oovs) that are for decoding, not for the model:
-# forward() and generate() drop them so that `model(**batch)` and `model.generate(**batch)` just work.
-_DECODING_ONLY_KEYS = ("oov_words", "oov_spacing", "num_truncated_tokens")
 
 # Longest source assumed for bases without position limits (T5): it fixes the width of evaluation logits.
 _DEFAULT_MAX_SOURCE_POSITIONS = 512
@@ -1444,14 +1441,6 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 PointerGeneratorForConditionalGeneration.forward.__signature__ = inspect.signature(
     PointerGeneratorForConditionalGeneration.forward
 )
-
-
-def _first_int(config, *names: str) -> int | None:
-    for name in names:
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
 
 
 def _hidden_size(config, side: str) -> int:

@@ -47,6 +47,7 @@ import torch
 from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
+from .configuration_pointer_generator import is_pointer_generator
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import (
     PROTECTED_SPANS_KEY,
@@ -129,7 +130,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             )
         if self.tokenizer is None:
             raise ValueError(f"The {self.task} pipeline needs a tokenizer: pass tokenizer=... with the model.")
-        self._copies = _is_pointer_generator(self.model)
+        self._copies = is_pointer_generator(self.model)
         self.return_name = _RETURN_NAMES[self._base_task]
         # Encodes each source with its own OOV table, decodes copies. A plain base never sees extended ids: any width
         # past the tokenizer's ids will do (M2M100's language codes lie beyond len(tokenizer)).
@@ -624,10 +625,6 @@ def _languages(task: str) -> tuple[str, str] | None:
     if len(parts) == 4 and parts[0] == "translation" and parts[2] == "to":
         return parts[1], parts[3]
     return None
-
-
-def _is_pointer_generator(model) -> bool:
-    return getattr(model.config, "model_type", None) == "pointer_generator"
 
 
 # -- registration with transformers.pipeline (see the module docstring) --------------------------------------------

@@ -124,7 +124,7 @@ class PointerGeneratorProcessor:
 
         `protect` (off by default) adds `protected_spans`: per example, the spans that `generate()` must reproduce
         exactly as often as the source holds them, and the token sequences that spell them. `"placeholders"` (the
-        placeholder grammar of `hf_pgen.metrics`), `"oov"` (every out-of-vocabulary source word), a regular
+        placeholder grammar of `hf_pgen.placeholders`), `"oov"` (every out-of-vocabulary source word), a regular
         expression (str or compiled), or a list of literal strings. See `hf_pgen.protection_pointer_generator`.
 
         `source_prefix` (e.g. T5's `"translate English to German: "`) is put before every text: the model reads it,

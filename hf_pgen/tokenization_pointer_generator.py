@@ -39,6 +39,10 @@ from transformers import BatchEncoding, PreTrainedTokenizerBase
 
 __all__ = ["encode_with_oovs", "decode_with_oovs", "batch_decode_with_oovs"]
 
+# Keys of `encode_with_oovs`'s output that only decoding needs (per-example lists of words / counts, not tensors): the
+# collator and generate() drop them, so that a batch goes to the model as it is.
+_DECODING_ONLY_KEYS = ("oov_words", "oov_spacing", "num_truncated_tokens")
+
 # Keyword arguments that would break the one-row-per-example / char-offset bookkeeping.
 _UNSUPPORTED_KWARGS = ("return_overflowing_tokens", "is_split_into_words", "text_pair", "text_pair_target")
 

@@ -38,6 +38,7 @@ from transformers import Seq2SeqTrainer
 from transformers.trainer_utils import EvalLoopOutput, EvalPrediction, has_length
 from transformers.utils import logging
 
+from .configuration_pointer_generator import is_pointer_generator
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import PROTECTED_SPANS_KEY, _check_protect, _protection_processors
 from .tokenization_pointer_generator import batch_decode_with_oovs
@@ -101,7 +102,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             to `max_source_length` tokens as the inputs were) is encoded with the protection and its spans go to
             `generate()`; a plain base gets the same guarantee through the logits processor.
 
-    Differences from the stock trainer, for a model with a copy head (`model_type == "pointer_generator"`):
+    Differences from the stock trainer, for a model with a copy head (`hf_pgen.is_pointer_generator(model)`):
 
     - `args.label_smoothing_factor` goes to the model's own loss (as `model.config.label_smoothing` while the loss is
       computed; the saved config keeps its value), which smooths over each row's own classes (its vocabulary plus
@@ -133,7 +134,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         **kwargs,
     ):
         processing_class = kwargs.get("processing_class", more[2] if len(more) > 2 else None)
-        if data_collator is None and _has_copy_head(model) and processing_class is not None:
+        if data_collator is None and is_pointer_generator(model) and processing_class is not None:
             from .data_collator import DataCollatorForPointerGenerator
 
             tokenizer = getattr(processing_class, "tokenizer", processing_class)
@@ -144,14 +145,14 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         self.example_columns = tuple(example_columns)
         if protect is not None:
             _check_protect(protect)  # a bad pattern fails before any training
-            if protect == "oov" and not _has_copy_head(self.model):
+            if protect == "oov" and not is_pointer_generator(self.model):
                 raise ValueError('protect="oov" needs a copying model: out-of-vocabulary words can only be copied.')
         self.protect = protect
         self._protection = dict(source_column=source_column, source_prefix=source_prefix,
                                 max_source_length=max_source_length)
         self._examples: _ExampleIndexDataset | None = None  # the dataset being evaluated (for protected spans)
         self.label_smoothing = 0.0
-        if self.label_smoother is not None and _has_copy_head(self.model):
+        if self.label_smoother is not None and is_pointer_generator(self.model):
             _check_accepts_label_smoothing(self.model)
             # The model smooths over each row's own classes; the stock smoother would average over all V + N columns.
             self.label_smoothing = float(self.args.label_smoothing_factor)
@@ -159,8 +160,6 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         self.data_collator = _ExampleIndexCollator(self.data_collator)
         self._gathered_indices: list[np.ndarray] = []
         self._evaluation_rows: np.ndarray | None = None
-        # A card rendered elsewhere (e.g. training/run_translation.py) that push_to_hub should upload as is.
-        self.rendered_model_card: str | None = None
 
     # -- loss -----------------------------------------------------------------------------------------------------
 
@@ -216,7 +215,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         indices = inputs.pop(EXAMPLE_INDEX, None)  # (B,)
-        copy_head = _has_copy_head(self.model)
+        copy_head = is_pointer_generator(self.model)
         if self.protect is not None and self.args.predict_with_generate and not prediction_loss_only:
             # The stock step only reads its own generation settings when it gets no keyword at all: merge them.
             gen_kwargs = {**getattr(self, "_gen_kwargs", {}), **gen_kwargs}
@@ -286,7 +285,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                     "dataset was encoded with."
                 )
         spans = batch[PROTECTED_SPANS_KEY]
-        if _has_copy_head(model):
+        if is_pointer_generator(model):
             return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
         return {"logits_processor": _protection_processors(spans, model.generation_config, gen_kwargs,
                                                            width=model.config.vocab_size,
@@ -342,41 +341,48 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             example_indices=np.asarray(indices), oov_spacing=oov_spacing,
         )
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        with _warn_on_lossy_decode(tokenizer, vocab_size if _has_copy_head(self.model) else None):
+        with _warn_on_lossy_decode(tokenizer, vocab_size if is_pointer_generator(self.model) else None):
             return compute_metrics(eval_pred, **kwargs)
 
     # -- model card -----------------------------------------------------------------------------------------------
 
     def create_model_card(self, language=None, license=None, tags=None, model_name=None, finetuned_from=None,
-                          tasks=None, dataset_tags=None, dataset=None, dataset_args=None):
-        """Write README.md: a card rendered beforehand (`rendered_model_card`), else for a pointer-generator
-        `hf_pgen.modelcard.render_model_card` (task, tags, usage snippets, evaluation results), else the stock card."""
+                          tasks=None, dataset_tags=None, dataset=None, dataset_args=None, *, results=None,
+                          dataset_name=None, repo_id=None, example=None, max_new_tokens=None, training_details=None):
+        """Write README.md with `hf_pgen.modelcard.render_model_card` (task, tags, usage snippets that run, evaluation
+        results, copy settings) for a pointer-generator, and for any model given `training_details` (the no-copy
+        baseline of a comparison); a plain base otherwise gets the stock card.
+
+        The stock arguments come first (`push_to_hub(**kwargs)` passes them on, and these too). `results` defaults to
+        the latest evaluation in the log history, `repo_id` (where the usage snippets load the model from) to the
+        Hub repository, `max_new_tokens` to `args.generation_max_length`; `dataset_name`, `example` and
+        `training_details` (Markdown on how the model was made) go to `render_model_card` as they are."""
         if not self.is_world_process_zero():
             return
-        from pathlib import Path
-
-        path = Path(self.args.output_dir, "README.md")
-        if self.rendered_model_card is not None:
-            path.write_text(self.rendered_model_card, encoding="utf-8")
-            return
-        if not _has_copy_head(self.model):
+        if not is_pointer_generator(self.model) and training_details is None:
             return super().create_model_card(
                 language=language, license=license, tags=tags, model_name=model_name, finetuned_from=finetuned_from,
                 tasks=tasks, dataset_tags=dataset_tags, dataset=dataset, dataset_args=dataset_args,
             )
+        from pathlib import Path
+
         from .modelcard import render_model_card
 
-        results = {}
-        for entry in self.state.log_history:  # the latest evaluation
-            if any(key.startswith("eval_") for key in entry):
-                results = {k: v for k, v in entry.items() if k.startswith("eval_")}
+        if results is None:
+            results = {}
+            for entry in self.state.log_history:  # the latest evaluation
+                if any(key.startswith("eval_") for key in entry):
+                    results = {k: v for k, v in entry.items() if k.startswith("eval_")}
         task = tasks[0] if isinstance(tasks, (list, tuple)) and tasks else tasks
         card = render_model_card(
             _unwrap(self.model), base_model=finetuned_from, tokenizer=self.processing_class, results=results or None,
             task=task, language=language, license=license, dataset=dataset or dataset_tags,
-            repo_id=self.hub_model_id, model_name=model_name, tags=[tags] if isinstance(tags, str) else tags,
+            dataset_name=dataset_name, repo_id=repo_id or self.hub_model_id, model_name=model_name,
+            tags=[tags] if isinstance(tags, str) else tags, example=example,
+            max_new_tokens=max_new_tokens or self.args.generation_max_length, training_details=training_details,
         )
-        path.write_text(str(card), encoding="utf-8")
+        Path(self.args.output_dir).mkdir(parents=True, exist_ok=True)
+        Path(self.args.output_dir, "README.md").write_text(str(card), encoding="utf-8")
 
 
 def build_compute_metrics(
@@ -395,9 +401,9 @@ def build_compute_metrics(
         vocab_size: the model's output width (`model.config.vocab_size`); extended (copied) ids start there.
         source_column: dataset column with the raw source texts; needed for placeholder preservation.
         reference_column: dataset column with the raw reference texts; default: the labels, decoded with copies.
-        metrics: `metrics(sources, predictions, references, oov_words) -> dict`; default
-            `hf_pgen.metrics.translation_metrics` (sacreBLEU, chrF, placeholder preservation, OOV copy rate; the ones
-            that need sources only with `source_column`).
+        metrics: `metrics(sources, predictions, references, oov_words) -> dict`, where `sources` is None without
+            `source_column` and `oov_words` None when the dataset has no `oov_words` column; default
+            `hf_pgen.metrics.translation_metrics` (sacreBLEU, chrF, placeholder preservation, OOV copy rate).
 
     Returns a callable of one `EvalPrediction` giving `{name: value}` rounded to 4 digits (nan values are left out),
     plus `gen_len`, the mean number of non-pad predicted tokens. Predictions may be generated ids (B, L) or
@@ -411,7 +417,7 @@ def build_compute_metrics(
                          "vocab_size=model.config.vocab_size, or pass a PointerGeneratorProcessor.")
 
     def compute_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
-        from . import metrics as _metrics
+        from .metrics import translation_metrics
 
         predictions = eval_pred.predictions[0] if isinstance(eval_pred.predictions, tuple) else eval_pred.predictions
         predictions = np.asarray(predictions)
@@ -431,15 +437,8 @@ def build_compute_metrics(
                 tokenizer, np.asarray(eval_pred.label_ids), tables, vocab_size=vocab_size,
                 oov_spacing_per_example=spacing)]
         sources = [str(text) for text in columns[source_column]] if source_column is not None else None
-        if metrics is not None:
-            result = metrics(sources, decoded, references, tables)
-        else:
-            result = {"bleu": _metrics.corpus_bleu(decoded, references),
-                      "chrf": _metrics.corpus_chrf(decoded, references)}
-            if sources is not None:
-                result["placeholder_preservation"] = _metrics.placeholder_preservation(sources, decoded)
-            if getattr(eval_pred, "oov_words", None) is not None:
-                result["oov_copy_rate"] = _metrics.oov_copy_rate(tables, references, decoded)
+        score = metrics if metrics is not None else translation_metrics
+        result = score(sources, decoded, references, getattr(eval_pred, "oov_words", None))
         pad = tokenizer.pad_token_id
         kept = (predictions >= 0) & (predictions != pad) if pad is not None else predictions >= 0
         result["gen_len"] = float(kept.sum(-1).mean()) if len(predictions) else 0.0
@@ -517,10 +516,6 @@ class _ExampleIndexCollator:
 def _unwrap(model):
     get_base_model = getattr(model, "get_base_model", None)  # PEFT
     return get_base_model() if callable(get_base_model) else model
-
-
-def _has_copy_head(model) -> bool:
-    return getattr(getattr(_unwrap(model), "config", None), "model_type", None) == "pointer_generator"
 
 
 def _check_accepts_label_smoothing(model) -> None:

@@ -47,3 +47,17 @@ def test_base_shape_fields_pass_through():
     assert config.num_attention_heads == base.num_attention_heads == 4
     assert config.hidden_size == 32 and config.vocab_size == 64
     assert config.get_text_config(decoder=True).num_hidden_layers == 3  # B1: caches are sized from this
+
+
+def test_is_pointer_generator_reads_models_configs_and_peft_wrappers():
+    from hf_pgen import PointerGeneratorForConditionalGeneration, is_pointer_generator
+
+    base = tiny_base("bart")
+    model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=UNK)
+
+    class PeftLike:  # what PEFT's PeftModel offers: the wrapped model behind get_base_model()
+        def get_base_model(self):
+            return model
+
+    assert is_pointer_generator(model) and is_pointer_generator(model.config) and is_pointer_generator(PeftLike())
+    assert not is_pointer_generator(base) and not is_pointer_generator(base.config) and not is_pointer_generator(None)

@@ -186,3 +186,9 @@ def test_sacrebleu_and_chrf_wrappers_take_evaluates_input_and_return_its_keys():
     assert chrf == {"score": pytest.approx(sacrebleu.corpus_chrf(
         predictions, [[r[0] for r in references], [r[1] for r in references]], word_order=2).score),
         "char_order": 6, "word_order": 2, "beta": 2}
+
+
+def test_translation_metrics_without_sources_or_tables_leaves_those_scores_out():
+    """What build_compute_metrics gets without a source column and without OOV tables."""
+    references = ["Die Datei wurde gelöscht."]
+    assert set(translation_metrics(None, references, references)) == {"bleu", "chrf"}

@@ -16,10 +16,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_metadata_and_results(trained_copier):
     model, tokenizer, _ = trained_copier
     results = {"eval_bleu": 10.0, "eval_chrf": 20.0, "predict_bleu": 30.5, "predict_chrf": 40.25,
-               "predict_oov_copy_rate": 0.9, "predict_loss": 1.0, "predict_runtime": 3.0}
+               "predict_oov_copy_rate": 0.9, "predict_loss": 1.0, "predict_runtime": 3.0, "predict_mean_p_gen": 0.75,
+               "predict_samples": 24}
     card = render_model_card(model, base_model="facebook/bart-base", tokenizer=tokenizer, results=results,
                              task="translation_en_to_de", language=["en", "de"], repo_id="you/copier",
-                             license="apache-2.0")
+                             license="apache-2.0", dataset_name="support tickets")
     data = ModelCard(str(card)).data.to_dict()  # what the Hub reads back
     assert data["pipeline_tag"] == "translation" and data["library_name"] == "transformers"
     assert data["base_model"] == "facebook/bart-base" and data["language"] == ["en", "de"]
@@ -30,6 +31,22 @@ def test_metadata_and_results(trained_copier):
     assert {m["type"]: m["value"] for m in result["metrics"]} == {"bleu": 30.5, "chrf": 40.25, "oov_copy_rate": 0.9}
     text = str(card)
     assert "## Limitations" in text and "trust_remote_code=True" in text and "| `pointer` | `'dedicated'` |" in text
+    # The table has what the model-index cannot hold (mean p_gen), each metric says what it measures.
+    assert "The test split of support tickets (24 examples)." in text
+    assert "| sacreBLEU | 30.50 |" in text and "| Mean p_gen | 0.750 |" in text and "- **OOV copy rate**: " in text
+    assert "## Training details" not in text  # only when the caller says how the model was made
+
+
+def test_training_details_come_under_their_own_heading_and_plain_models_get_the_same_card():
+    """One template for every card: run_translation's (with its run's details) and a plain baseline's alike."""
+    details = "### Data\n\nTen pairs.\n\n### Procedure\n\n| setting | value |\n|---|---|\n| seed | 42 |"
+    plain = render_model_card(tiny_base("bart"), repo_id="you/plain", training_details=details)
+    text = str(plain)
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert headings == ["# plain", "## How to use", "## Training details", "### Data", "### Procedure",
+                        "## Limitations", "## Citation"]
+    assert "| seed | 42 |\n\n## Limitations" in text and "{{" not in text and "{%" not in text
+    assert ModelCard(text).data.pipeline_tag == "text2text-generation"
 
 
 def test_local_paths_stay_out_of_the_metadata(tmp_path):

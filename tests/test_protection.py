@@ -28,7 +28,7 @@ OOV_WORDS = ["Nakamura-Øresund", "Zyxwvut", "Dvořák", "🗑️"]
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from training.tokenizer import train_shared_tokenizer
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     # The placeholders are in the vocabulary (as in a real one), and so is a bare "%" ("50 % off").
     texts = corpus_texts("train", limit=2000) + [" ".join(PLACEHOLDERS)] * 5 + ["50 % off"] * 5
@@ -261,7 +261,7 @@ def test_single_token_placeholders_the_source_lacks_are_never_generated():
 @pytest.fixture(scope="module", params=["unigram", "bpe"])
 def subword_tokenizer(request):
     """Placeholders spelled from pieces ("{" "name" "}", "%(" "name)" "s"): what a model can invent step by step."""
-    from training.tokenizer import train_shared_tokenizer
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     texts = corpus_texts("train", limit=2000) + [" ".join(PLACEHOLDERS)] * 5 + ["50 % off"] * 5
     return train_shared_tokenizer(texts, request.param, vocab_size=400)
@@ -604,7 +604,7 @@ def test_a_row_that_goes_on_calmly_gets_what_the_full_rules_give(request, monkey
     if vocabulary == "word":
         tokenizer = request.getfixturevalue("tokenizer")
     else:
-        from training.tokenizer import train_shared_tokenizer
+        from hf_pgen.tokenizer_training import train_shared_tokenizer
 
         texts = corpus_texts("train", limit=2000) + [" ".join(PLACEHOLDERS)] * 5
         tokenizer = train_shared_tokenizer(texts, vocabulary, vocab_size=400)

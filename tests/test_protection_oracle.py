@@ -43,7 +43,7 @@ INSERTS = ["%s", "%d", "%(count)d", "{name}", "{0}", "{}", "<b>", "</b>", "%1", 
 
 @pytest.fixture(scope="module", params=FAMILIES)
 def family_tokenizer(request):
-    from training.tokenizer import train_shared_tokenizer
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     texts = corpus_texts("train", limit=1500) + [" ".join(INSERTS[:9])] * 3
     return request.param, train_shared_tokenizer(texts, request.param, vocab_size=400 if request.param == "wordlevel" else 700)

@@ -1,8 +1,9 @@
 """The code blocks of the README and of docs/recipes.md run as printed and do what their comments say.
 
-- Quick start: the block, verbatim, in a Python started outside the repository with PYTHONPATH empty (hf_pgen and
-  training/ come from the installed package, as after the README's install line). It must copy the out-of-vocabulary
-  words, keep `%(name)s` intact and print whole translations (not cut at 20 tokens).
+- Quick start: the block, verbatim, in a Python started outside the repository with PYTHONPATH empty (hf_pgen, with
+  its corpus and tokenizer builder, comes from the installed package, as after the README's install line; the
+  repository's training/ is not installed). It must copy the out-of-vocabulary words, keep `%(name)s` intact and
+  print whole translations (not cut at 20 tokens).
 - docs/recipes.md, "Pretrained checkpoints": the shared fine-tune block plus each family's block, with the Hub id
   replaced by a stand-in folder built from the same model and tokenizer classes (tests/testing_checkpoints.py) and the
   training shrunk through the block's `NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS` line.
@@ -108,20 +109,31 @@ def test_quick_start_runs_outside_the_repository(tmp_path):
     code = python_blocks(readme_section("Quick start"))[0]
     env, cwd = _outside_env(tmp_path), tmp_path / "cwd"
 
-    # Where the packages come from when the quick start runs: the installed (editable) package of THIS checkout.
+    # It imports the library only: training/ is run from the repository and is not installed.
+    tree = ast.parse(code)
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert "training" not in imported, (
+        "the quick start imports the repository's training/, which is not installed: load the corpus with "
+        "hf_pgen.corpus.load_en_de_messages and train the tokenizer with hf_pgen.tokenizer_training")
+
+    # Where the library comes from when the quick start runs: the installed (editable) package of THIS checkout,
+    # corpus files included; and no top-level `training` package comes with it.
     probe = subprocess.run(
-        [sys.executable, "-c", "import hf_pgen, training.data, training.tokenizer; print(hf_pgen.__file__); "
-                               "print(training.data.__file__)"],
+        [sys.executable, "-c", "import hf_pgen.corpus; print(hf_pgen.__file__); print(hf_pgen.corpus.CORPUS_DIR); "
+                               "import importlib.util; print(importlib.util.find_spec('training'))"],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
     )
-    if "No module named 'training'" in probe.stderr:
-        pytest.fail(f"{sys.executable} does not have training/ installed (the editable install predates its "
-                    "packaging). Reinstall: .venv/bin/pip install -e '.[dev]'")
     assert probe.returncode == 0, probe.stderr[-3000:]
-    hf_pgen_file, data_file = probe.stdout.split()
-    assert Path(hf_pgen_file).resolve().is_relative_to(ROOT) and Path(data_file).resolve().is_relative_to(ROOT), (
-        f"the installed hf_pgen / training are not this checkout's ({hf_pgen_file}, {data_file}): reinstall with "
-        "pip install -e '.[dev]'")
+    hf_pgen_file, corpus_dir, training_spec = probe.stdout.split("\n")[:3]
+    assert Path(hf_pgen_file).resolve().is_relative_to(ROOT), (
+        f"the installed hf_pgen is not this checkout's ({hf_pgen_file}): reinstall with pip install -e '.[dev]'")
+    assert (Path(corpus_dir) / "train.jsonl.gz").is_file(), corpus_dir
+    assert training_spec == "None", (
+        f"a top-level `training` package is installed ({training_spec}): the editable install predates the packaging "
+        "that leaves training/ out. Reinstall: .venv/bin/pip install -e '.[dev]'")
 
     # No trust_remote_code: hf_pgen is imported, so pipeline() serves the folder with the installed class.
     calls = [line for line in code.splitlines() if "pipeline(" in line and not line.lstrip().startswith("#")]
@@ -274,12 +286,12 @@ def walkthrough(stand_in, tmp_path_factory):
     """Run the WALKTHROUGH blocks in order in one namespace, in a fresh working directory; the corpus loader returns
     64 training and 8 validation rows. Returns (namespace, stdout per section, working directory, what the wrapped
     model and its untouched base generated right after the first block)."""
-    import training.data
+    import hf_pgen.corpus
     from datasets import DatasetDict
 
     folder = stand_in("opus-mt")
     cwd = tmp_path_factory.mktemp("walkthrough")
-    full_corpus = training.data.load_en_de_messages
+    full_corpus = hf_pgen.corpus.load_en_de_messages
 
     def small_corpus(split=None):
         assert split is None, "the README's Trainer block loads the whole DatasetDict"
@@ -292,7 +304,7 @@ def walkthrough(stand_in, tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with contextlib.chdir(cwd), mock.patch.object(training.data, "load_en_de_messages", small_corpus):
+        with contextlib.chdir(cwd), mock.patch.object(hf_pgen.corpus, "load_en_de_messages", small_corpus):
             for title in WALKTHROUGH:
                 code = section_block(README, title).replace(f'"{WALKTHROUGH_HUB_ID}"', repr(str(folder)))
                 if title == "Fine-tune with the Trainer":

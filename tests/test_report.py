@@ -9,7 +9,7 @@ import sacrebleu
 
 from hf_pgen import metrics
 from training import report
-from training.data import load_en_de_messages
+from hf_pgen.corpus import load_en_de_messages
 from training.report import goals_table, markdown_table, plot_results, significance
 
 

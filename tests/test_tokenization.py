@@ -46,7 +46,7 @@ _DOC_MODULES = (
 def _real_text(langs: str = "en de") -> tuple[str, ...]:
     """Real sentences for training: the project's en/de message corpus when present, else the
     English docstrings of the Python standard library."""
-    corpus = REPO / "training" / "data" / "en_de_messages"
+    corpus = REPO / "hf_pgen" / "en_de_messages"
     train = corpus / "train.jsonl.gz"
     files = [train] if train.exists() else sorted(corpus.glob("*.jsonl.gz"))
     lines: list[str] = []
@@ -111,7 +111,7 @@ def _build(family: str, langs: str = "en de") -> PreTrainedTokenizerFast:
         tok.decoder = decoders.Metaspace()
         trainer = trainers.UnigramTrainer(vocab_size=800, special_tokens=SPECIALS, unk_token="<unk>")
     elif family in ("metaspace_wordlevel", "metaspace_wordpiece"):
-        # the recipe of training/tokenizer.py's train_shared_tokenizer (the main job's tokenizer): "▁" for
+        # the recipe of hf_pgen/tokenizer_training.py's train_shared_tokenizer (the main job's tokenizer): "▁" for
         # every space, line breaks and punctuation as tokens of their own, NFC; an unknown word swallows its "▁"
         word_split = pre_tokenizers.Sequence([
             pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
@@ -491,13 +491,13 @@ def test_metaspace_corpus_copies_at_other_positions():
 
 @functools.lru_cache(maxsize=1)
 def _validation_text() -> tuple[str, ...]:
-    with gzip.open(REPO / "training" / "data" / "en_de_messages" / "validation.jsonl.gz", "rt", encoding="utf-8") as fh:
+    with gzip.open(REPO / "hf_pgen" / "en_de_messages" / "validation.jsonl.gz", "rt", encoding="utf-8") as fh:
         return tuple(dict.fromkeys(json.loads(line)["translation"]["en"] for line in fh))
 
 
 def test_project_tokenizer_copy_round_trip():
-    """The main job's own tokenizer (training/tokenizer.py: train_shared_tokenizer, word-level)."""
-    from training.tokenizer import train_shared_tokenizer
+    """The main job's own tokenizer (hf_pgen.tokenizer_training.train_shared_tokenizer, word-level)."""
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     tok = train_shared_tokenizer(list(_real_text()[:3000]), "wordlevel", 600)
     V = len(tok)
@@ -671,7 +671,7 @@ def test_slow_ids_identical_to_the_tokenizer(slow_toks, name):
     tok = slow_toks[name]
     V = _width(tok)
     sources = [" ".join(t.split()) for t in _validation_text()[:400]]
-    with gzip.open(REPO / "training" / "data" / "en_de_messages" / "validation.jsonl.gz", "rt", encoding="utf-8") as fh:
+    with gzip.open(REPO / "hf_pgen" / "en_de_messages" / "validation.jsonl.gz", "rt", encoding="utf-8") as fh:
         targets = [" ".join(json.loads(line)["translation"]["de"].split()) for line in fh][: len(sources)]
     for kwargs in ({}, {"max_length": 10, "padding": True}, {"max_length": 7, "padding": "max_length"}):
         enc = encode_with_oovs(tok, sources, targets, vocab_size=V, return_num_truncated_tokens=True, **kwargs)

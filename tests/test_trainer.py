@@ -32,7 +32,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from training.tokenizer import train_shared_tokenizer
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     return train_shared_tokenizer(corpus_texts("train", limit=400), "wordlevel", vocab_size=150, min_frequency=1)
 
@@ -348,8 +348,8 @@ from transformers import BartConfig, BartForConditionalGeneration, Seq2SeqTraini
 
 from hf_pgen import (PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor,
                      PointerGeneratorSeq2SeqTrainer, build_compute_metrics)
-from training.data import load_en_de_messages
-from training.tokenizer import train_shared_tokenizer
+from hf_pgen.corpus import load_en_de_messages
+from hf_pgen.tokenizer_training import train_shared_tokenizer
 
 pairs = load_en_de_messages("train").select(range(2000))["translation"]
 tokenizer = train_shared_tokenizer([p["en"] for p in pairs] + [p["de"] for p in pairs], "wordlevel", vocab_size=2000)
@@ -444,7 +444,7 @@ def test_predict_with_protect_keeps_every_placeholder(tokenizer, tmp_path, copy)
 
     from transformers import DataCollatorForSeq2Seq
 
-    from training.tokenizer import train_shared_tokenizer
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     if not copy:  # without copying, only a vocabulary that can spell the placeholders can place them: subwords
         tokenizer = train_shared_tokenizer(corpus_texts("train", limit=400), "unigram", vocab_size=300)

@@ -1,11 +1,11 @@
-"""training/tokenizer.py: the one tokenizer builder (script, main job, tests, quick start)."""
+"""hf_pgen/tokenizer_training.py: the one tokenizer builder (script, main job, tests, quick start)."""
 
 import pytest
 from testing_utils import corpus_texts
 
+from hf_pgen.corpus import load_en_de_messages
 from hf_pgen.placeholders import extract_placeholders
-from training.data import load_en_de_messages
-from training.tokenizer import TOKENIZER_TYPES, train_shared_tokenizer
+from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,27 @@ def test_a_placeholder_is_one_piece_and_no_piece_hides_one(texts):
                     holding += bool(found)
                     assert found in ([], [piece.lstrip("▁")]), (piece, found)
     assert holding > 3000  # the corpus is full of them
+
+
+def test_the_pre_tokenizer_finds_the_placeholders_of_hf_pgen_placeholders():
+    """One grammar: the pre-tokenizer's pattern is hf_pgen.placeholders.PLACEHOLDER_PATTERN in 🤗 tokenizers' regex
+    dialect, and both engines find the same spans in every text of the corpus. So a piece is a placeholder exactly
+    when the metrics and protection say so: "<untitled>" is text to translate ("<unbenannt>"), not one piece."""
+    from tokenizers import Regex, pre_tokenizers
+
+    from hf_pgen.placeholders import PLACEHOLDER_PATTERN
+    from hf_pgen.tokenizer_training import _PLACEHOLDER_PIECE
+
+    gaps_of = pre_tokenizers.Split(Regex(_PLACEHOLDER_PIECE), behavior="removed").pre_tokenize_str
+    for split in ("train", "validation", "test"):
+        for pair in load_en_de_messages(split)["translation"]:
+            for text in pair.values():
+                gaps, end = [], 0
+                for match in PLACEHOLDER_PATTERN.finditer(text):
+                    gaps += [(end, match.start())] if match.start() > end else []
+                    end = match.end()
+                gaps += [(end, len(text))] if end < len(text) else []
+                assert [offsets for _, offsets in gaps_of(text)] == gaps, text
 
 
 def test_a_word_level_vocabulary_can_leave_every_placeholder_to_copying(texts):

@@ -34,7 +34,7 @@ import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO / "training" / "data" / "en_de_messages"
+CORPUS = REPO / "hf_pgen" / "en_de_messages"
 
 __all__ = [
     "corpus_lines",

@@ -93,7 +93,7 @@ def source_batch(vocab_size: int = VOCAB, unk: int = UNK):
 
 def corpus_texts(split: str, min_words: int = 3, max_words: int = 8, limit: int | None = None) -> list[str]:
     """English messages of the embedded corpus (real text from software catalogues), short ones only."""
-    from training.data import load_en_de_messages
+    from hf_pgen.corpus import load_en_de_messages
 
     texts = []
     for record in load_en_de_messages(split):
@@ -107,7 +107,7 @@ def corpus_texts(split: str, min_words: int = 3, max_words: int = 8, limit: int 
 
 def corpus_pairs(split: str, limit: int | None = None) -> list[tuple[str, str]]:
     """(English, German) message pairs of the embedded corpus, as they are."""
-    from training.data import load_en_de_messages
+    from hf_pgen.corpus import load_en_de_messages
 
     pairs = []
     for record in load_en_de_messages(split):
@@ -118,9 +118,9 @@ def corpus_pairs(split: str, limit: int | None = None) -> list[tuple[str, str]]:
 
 
 def word_level_tokenizer(texts: list[str], vocab_size: int):
-    """The project's one tokenizer builder (`training.tokenizer.train_shared_tokenizer`), word-level: what the main
-    job and `run_translation --train_tokenizer` use. Special ids: <pad>=0, </s>=1, <unk>=2, <s>=3."""
-    from training.tokenizer import train_shared_tokenizer
+    """The project's one tokenizer builder (`hf_pgen.tokenizer_training.train_shared_tokenizer`), word-level: what the
+    main job and `run_translation --train_tokenizer` use. Special ids: <pad>=0, </s>=1, <unk>=2, <s>=3."""
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     return train_shared_tokenizer(texts, "wordlevel", vocab_size)
 

@@ -23,34 +23,36 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from hf_pgen.placeholders import placeholder_spans
+from hf_pgen.placeholders import PLACEHOLDER_PATTERN, placeholder_spans
 
 __all__ = ["placeholder_variant", "augment_placeholders"]
 
-_PYNAMED = re.compile(r"%\(([^()\s]+)\)(.*)", re.S)  # %(name)<flags, width, conversion>
-_BRACE_NAME = re.compile(r"\{([A-Za-z_]\w*|\d*)((?:![rsa])?(?::[^{}]*)?)\}")  # {name}, {0}, {}, {x:.2f}
-_DOLLAR = re.compile(r"([$#%])\{[A-Za-z_][\w.\-]*\}")
-_BARE_PRINTF = re.compile(r"%([sd])")
+_FIELD_NAME = re.compile(r"\w*")  # what follows "{" in a brace field: its name or index, maybe empty
 # A word both texts hold verbatim that may stand for a value: capitalised, or holding a digit (names, versions).
 _SHARED_WORD = re.compile(r"(?<![\w%{(<$#/.-])(?:[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)(?![\w}>)/-])")
 
 
 def _renamed(placeholder: str, name: str, rng: random.Random) -> str | None:
-    """`placeholder` with its name replaced by `name`, or None when it holds nothing a format call names."""
-    match = _PYNAMED.fullmatch(placeholder)
-    if match:
-        return f"%({name}){match.group(2)}"
-    match = _BRACE_NAME.fullmatch(placeholder)
-    if match:
-        if not match.group(1) and rng.random() < 0.5:
+    """`placeholder` with its name replaced by `name`, or None when it holds nothing a format call names.
+
+    Which kind of placeholder it is comes from hf_pgen's grammar (`PLACEHOLDER_PATTERN`'s group names); here only
+    the name is cut out of it."""
+    match = PLACEHOLDER_PATTERN.fullmatch(placeholder)
+    kind = match.lastgroup if match else None
+    if kind == "pynamed":  # %(name) + flags, width, conversion
+        return f"%({name}){placeholder[placeholder.index(')') + 1:]}"
+    if kind == "brace":  # {name}, {0}, {}, {x:.2f}, {x!r}; not {obj.attr} or {items[0]}
+        field = _FIELD_NAME.match(placeholder, 1)
+        rest = placeholder[field.end():]
+        if rest[0] not in "!:}":
+            return None
+        if not field.group() and rng.random() < 0.5:
             return None  # a bare {} stays bare half of the time: models must keep those too
-        return "{" + name + match.group(2) + "}"
-    match = _DOLLAR.fullmatch(placeholder)
-    if match:
-        return f"{match.group(1)}{{{name.upper()}}}"
-    match = _BARE_PRINTF.fullmatch(placeholder)
-    if match and rng.random() < 0.5:
-        return f"%({name}){match.group(1)}"
+        return "{" + name + rest
+    if kind == "dollar":  # ${NAME}, #{NAME}, %{NAME}
+        return f"{placeholder[0]}{{{name.upper()}}}"
+    if placeholder in ("%s", "%d") and rng.random() < 0.5:
+        return f"%({name}){placeholder[1]}"
     return None
 
 

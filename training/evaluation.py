@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hf_pgen import is_pointer_generator
 from hf_pgen.tokenization_pointer_generator import batch_decode_with_oovs
 from hf_pgen.trainer_pointer_generator import EXAMPLE_INDEX
 
@@ -25,7 +26,7 @@ def mean_p_gen(trainer, dataset) -> float | None:
     distributed batch count twice).
     """
     model = trainer.model
-    if getattr(model.config, "model_type", None) != "pointer_generator":
+    if not is_pointer_generator(model):
         return None
     model.eval()
     total = torch.zeros(2, dtype=torch.float64, device=trainer.args.device)  # (sum of p_gen, tokens)

@@ -263,14 +263,16 @@ def unseen_terms(sources: list[str], train_texts: list[str]) -> list[list[str]]:
 
 
 def score(sources: list[str], references: list[str], predictions: list[str], terms: list[list[str]]) -> dict:
-    from hf_pgen.metrics import corpus_bleu, corpus_chrf, extract_placeholders, placeholder_preservation
+    """The library's `translation_metrics` (what run_translation reports too), plus what only this job measures."""
+    from hf_pgen.metrics import extract_placeholders, translation_metrics
 
+    library = translation_metrics(sources, predictions, references)
     invented = [bool(set(extract_placeholders(p)) - set(extract_placeholders(s))) for s, p in zip(sources, predictions)]
     copied = [term in _WORD.findall(p) for ts, p in zip(terms, predictions) for term in ts]
     return {
-        "bleu": corpus_bleu(predictions, references),
-        "chrf": corpus_chrf(predictions, references),
-        "placeholders_kept": placeholder_preservation(sources, predictions),
+        "bleu": library["bleu"],
+        "chrf": library["chrf"],
+        "placeholders_kept": library["placeholder_preservation"],
         "placeholders_invented": sum(invented) / max(len(invented), 1),
         "unseen_term_copy": sum(copied) / len(copied) if copied else None,
     }
@@ -282,7 +284,7 @@ def read_predictions(folder: Path) -> list[str]:
 
 
 def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
-    """The issue's goals, each met or missed by this run's own numbers.
+    """The main job's goals (what copying must achieve to be worth it), each met or missed by this run's numbers.
 
     "The best pointer-generator" is the pointer-generator system (either vocabulary, with or without protection)
     with the highest chrF; it is compared with the subword baseline decoding the same way (protected or not), except
@@ -367,7 +369,7 @@ def main(argv: list[str] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
 
-    from training.data import load_en_de_messages
+    from hf_pgen.corpus import load_en_de_messages
 
     train = load_en_de_messages("train")["translation"]
     test = load_en_de_messages("test")["translation"]
@@ -383,7 +385,7 @@ def main(argv: list[str] | None = None) -> dict:
     for kind in TOKENIZERS:
         folder = out / "tokenizers" / kind
         if not (folder / "tokenizer.json").is_file():
-            from training.tokenizer import train_shared_tokenizer
+            from hf_pgen.tokenizer_training import train_shared_tokenizer
 
             train_shared_tokenizer(train_texts, kind, args.vocab_size,
                                    placeholders_in_vocabulary=PLACEHOLDERS_IN_VOCABULARY[kind]).save_pretrained(folder)

@@ -7,7 +7,7 @@ import logging
 
 from transformers import CONFIG_MAPPING, AutoConfig, AutoModelForSeq2SeqLM
 
-from hf_pgen import PointerGeneratorForConditionalGeneration
+from hf_pgen import PointerGeneratorForConditionalGeneration, is_pointer_generator
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
                       trust_remote_code=model_args.trust_remote_code)
         config = AutoConfig.from_pretrained(model_args.config_name or model_args.model_name_or_path, **common)
         model = AutoModelForSeq2SeqLM.from_pretrained(model_args.model_name_or_path, config=config, **common)
-        if getattr(model.config, "model_type", None) == "pointer_generator":
+        if is_pointer_generator(model):
             wrapped, base = model, model.base
         else:
             base = model
@@ -157,7 +157,7 @@ def set_language_codes(tokenizer, model, data_args) -> None:
 def check_lengths(model, data_args, training_args) -> None:
     """Refuse, before any work, lengths that do not fit the model's position embeddings (an IndexError mid-run
     otherwise). Models with relative positions (T5) have no such limit."""
-    base = model.base if getattr(model.config, "model_type", None) == "pointer_generator" else model
+    base = model.base if is_pointer_generator(model) else model
     positions = getattr(base.config, "max_position_embeddings", None)
     if positions is None:
         return

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["significance", "markdown_table", "goals_table", "plot_results"]
+__all__ = ["significance", "markdown_table", "goals_table", "plot_results", "format_duration"]
 
 _METRICS = ("bleu", "chrf")
 _METRIC_NAMES = {"bleu": "sacreBLEU", "chrf": "chrF"}
@@ -270,7 +270,8 @@ def _share(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
+    """How long, as the main job's table and run_translation's card say it: "4.2 s", "7 min 02 s", "1 h 05 min"."""
     if seconds < 10:
         return f"{seconds:.1f} s"
     if seconds < 60:
@@ -289,7 +290,7 @@ _COLUMNS = (
     ("unseen-term copy", "unseen_term_copy", _share),
     ("mean p_gen", "mean_p_gen", lambda v: f"{v:.2f}"),
     ("training tokens/s", "train_tokens_per_second", lambda v: f"{v:,.0f}"),
-    ("wall time", "wall_s", _duration),
+    ("wall time", "wall_s", format_duration),
 )
 
 

@@ -56,11 +56,11 @@ from hf_pgen import PointerGeneratorConfig
 from hf_pgen.data_collator import DataCollatorForPointerGenerator
 from hf_pgen.tokenization_pointer_generator import encode_with_oovs
 from hf_pgen.trainer_pointer_generator import PointerGeneratorSeq2SeqTrainer, build_compute_metrics
-from training.data.files import SUPPORTED, file_format, load_translation_splits
+from training.data.files import EMBEDDED_CORPUS, SUPPORTED, file_format, load_translation_splits
 from training.evaluation import decode_predictions, mean_p_gen, write_copy_records, write_predictions
 from training.model import MODEL_TYPES, build_model, check_lengths, set_language_codes
-from training.model_card import collect_settings, render_training_card
-from training.tokenizer import TOKENIZER_TYPES, train_shared_tokenizer
+from training.run_details import collect_settings, dataset_name, training_details
+from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -436,8 +436,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             labels = [[pad_id if t == -100 else t for t in row] for row in labels]
         truncated_targets = encoded.get("num_truncated_target_tokens")
         if truncated_targets is None:
-            # SINGLE CALL SITE to remove once encode_with_oovs reports target truncation (the tokenization owner's
-            # `num_truncated_target_tokens`): until then the targets are tokenized a second time, untruncated.
+            # encode_with_oovs counts what truncation cut from the sources only: the targets are tokenized a second
+            # time, untruncated. (Remove this once it returns `num_truncated_target_tokens` too.)
             full = tokenizer(text_target=batch["target"], truncation=False)["input_ids"]
             truncated_targets = [max(len(ids) - max_target_length, 0) for ids in full]
         out = {
@@ -579,22 +579,27 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         repo_id = trainer.hub_model_id  # the full id, also without --hub_model_id (derived from --output_dir)
     else:
         repo_id = str(output_dir) if training_args.do_train else (model_args.model_name_or_path or str(output_dir))
-    settings = collect_settings(model_args, data_args, training_args, model, tokenizer, data_origin, data_stats,
-                                repo_id=repo_id)
+    settings = collect_settings(model_args, data_args, training_args, model, tokenizer, data_origin, data_stats)
     if trainer.is_world_process_zero():
         output_dir.mkdir(parents=True, exist_ok=True)
         (output_dir / "data_stats.json").write_text(
             json.dumps({split: dict(stats) for split, stats in data_stats.items()}, indent=2) + "\n", encoding="utf-8"
         )
-        try:
-            trainer.rendered_model_card = render_training_card(results, settings)
-        except Exception as error:  # noqa: BLE001 - a card must never cost the trained model
-            logger.error("Could not render the model card: %s", error)
-        else:
-            (output_dir / "README.md").write_text(trainer.rendered_model_card, encoding="utf-8")
+    # The library's card (as upstream's script, through the Trainer), with what only this run knows.
+    card = dict(
+        finetuned_from=model_args.model_name_or_path, tasks="translation",
+        language=[source_key, target_key], license=model_args.model_license,
+        model_name=output_dir.name, results=results, repo_id=repo_id, dataset_name=dataset_name(settings),
+        dataset=data_origin if data_origin not in ("files", EMBEDDED_CORPUS) else None,
+        max_new_tokens=training_args.generation_max_length, training_details=training_details(settings, results),
+    )
     if training_args.push_to_hub:
-        trainer.push_to_hub(finetuned_from=model_args.model_name_or_path, tasks="translation",
-                            language=[source_key, target_key])
+        trainer.push_to_hub(**card)
+    else:
+        try:
+            trainer.create_model_card(**card)
+        except Exception as error:  # noqa: BLE001 - a card must never cost the trained model
+            logger.error("Could not write the model card: %s", error)
 
     results["settings"] = settings
     return results

