@@ -5,7 +5,7 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main test test-compat benchmark browser clean model_card.md
+.PHONY: setup main test test-fast quality benchmark browser clean model_card.md
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
@@ -35,7 +35,7 @@ browser:
 	  ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium chromium-driver)
 
 test: setup $(VENV_523)/.installed browser
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=15
 	$(VENV_523)/bin/python -m pytest -q tests/test_modeling.py tests/test_configuration.py tests/test_modeling_upstream.py tests/test_tokenization.py tests/test_processing.py tests/test_data_collator.py tests/test_pipeline.py
 
 # model_card.md: an example of the card every run_translation run writes (hf_pgen.modelcard's one template), from a
@@ -51,6 +51,13 @@ model_card.md: setup
 	rm -rf outputs/pgen-word
 	$(VENV)/bin/python -m training.run_translation $(MODEL_CARD_RUN) --output_dir outputs/pgen-word
 	cp outputs/pgen-word/README.md $@
+
+# The short loop for contributors: every test not marked slow (no training runs, browser or subprocess jobs).
+test-fast: setup
+	$(VENV)/bin/python -m pytest -q -m "not slow"
+
+quality: setup
+	$(VENV)/bin/ruff check hf_pgen training benchmarks tests
 
 benchmark: setup
 	$(VENV)/bin/python -m benchmarks.run

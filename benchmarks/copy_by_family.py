@@ -56,6 +56,7 @@ from hf_pgen import (  # noqa: E402
     PointerGeneratorForConditionalGeneration,
     PointerGeneratorProcessor,
 )
+
 try:  # the stand-in builders live with the tests
     from testing_checkpoints import CHECKPOINTS, build_checkpoint, t5_checkpoint
     from testing_tokenizers import corpus_lines

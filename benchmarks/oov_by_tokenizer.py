@@ -3,12 +3,27 @@
 Run from the repo root: PYTHONPATH=tests python -m benchmarks.oov_by_tokenizer > benchmarks/results/oov_by_tokenizer.txt
 Every tokenizer is trained here on the embedded corpus (train split, en+de, 45,914 messages), 8K vocabularies.
 """
-import argparse, json, re, sys, time, unicodedata, warnings
+import argparse
+import re
+import sys
+import time
+import warnings
+
 warnings.simplefilter("ignore")
 from transformers.utils import logging as hl; hl.set_verbosity_error()
-from tokenizers import ByteLevelBPETokenizer, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import (
+    ByteLevelBPETokenizer,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 from transformers import PreTrainedTokenizerFast, T5Tokenizer
-from hf_pgen.tokenization_pointer_generator import encode_with_oovs, decode_with_oovs
+
+from hf_pgen.tokenization_pointer_generator import decode_with_oovs, encode_with_oovs
 from hf_pgen.tokenizer_training import train_shared_tokenizer
 
 
@@ -31,7 +46,9 @@ def main() -> None:
     bpe._tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
     toks["byte-level BPE (BART)"] = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, unk_token="<unk>", pad_token="<pad>", eos_token="</s>")
     # SentencePiece Unigram, T5 style: real T5's vocabulary has no { or }; T5Tokenizer (fast in Transformers 5)
-    import io, sentencepiece as spm
+    import io
+
+    import sentencepiece as spm
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter([re.sub(r"[{}]", " ", t) for t in lines]), model_writer=buf, vocab_size=8000,
         model_type="unigram", character_coverage=0.9995, pad_id=0, eos_id=1, unk_id=2, bos_id=-1, minloglevel=2, num_threads=1)

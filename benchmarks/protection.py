@@ -180,7 +180,6 @@ def protection_sources(tokenizer, max_source_tokens: int, count: int) -> list[di
     """`count` test-split pairs ({"en", "de"}) whose source holds a placeholder and is at most `max_source_tokens`
     tokens long (read whole), spread evenly over the split, in corpus order."""
     from hf_pgen.corpus import load_en_de_messages
-
     from hf_pgen.metrics import extract_placeholders
 
     pairs = [p for p in load_en_de_messages("test")["translation"] if extract_placeholders(p["en"])]

@@ -7,8 +7,8 @@ AutoConfig, AutoModel and AutoModelForSeq2SeqLM (model_type "pointer_generator")
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from .configuration_pointer_generator import PointerGeneratorConfig, is_pointer_generator
-from .generation_pointer_generator import OOVCopyLimitLogitsProcessor
 from .data_collator import DataCollatorForPointerGenerator
+from .generation_pointer_generator import OOVCopyLimitLogitsProcessor
 from .modeling_pointer_generator import (
     PointerGeneratorForConditionalGeneration,
     PointerGeneratorGenerateBeamOutput,

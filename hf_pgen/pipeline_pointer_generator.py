@@ -52,8 +52,8 @@ from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import (
     PROTECTED_SPANS_KEY,
     _check_protect,
-    _warn_missing_literals,
     _protection_processors,
+    _warn_missing_literals,
     _warn_missing_spans,
 )
 from .tokenization_pointer_generator import _continues_previous, _tokenizer_width

@@ -23,6 +23,7 @@ import torch
 from transformers import AutoConfig, AutoTokenizer, BatchEncoding, PreTrainedConfig, PreTrainedTokenizerBase
 
 from .configuration_pointer_generator import PointerGeneratorConfig
+from .protection_pointer_generator import _add_protected_spans
 from .tokenization_pointer_generator import (
     _check_tokenizer,
     _check_vocab_size,
@@ -30,7 +31,6 @@ from .tokenization_pointer_generator import (
     decode_with_oovs,
     encode_with_oovs,
 )
-from .protection_pointer_generator import _add_protected_spans
 
 __all__ = ["PointerGeneratorProcessor"]
 

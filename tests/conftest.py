@@ -2,9 +2,8 @@
 
 import pytest
 import torch
-from transformers import BartConfig, BartForConditionalGeneration
-
 from testing_utils import TEST_CASES, UNK, corpus_texts, tiny_base, word_level_tokenizer
+from transformers import BartConfig, BartForConditionalGeneration
 
 
 @pytest.fixture(params=["bart", "marian", "t5"])

@@ -4,8 +4,9 @@ import random
 import re
 from collections import Counter
 
-from hf_pgen.placeholders import extract_placeholders, placeholder_spans
 from testing_utils import corpus_pairs
+
+from hf_pgen.placeholders import extract_placeholders, placeholder_spans
 from training.augmentation import augment_placeholders, placeholder_variant
 
 NAMES = ["rev", "path", "user", "size"]

@@ -6,9 +6,8 @@ import json
 import random
 import re
 
-import pytest
-
 import datasets
+import pytest
 
 from hf_pgen.corpus import CORPUS_DIR, SPLITS, load_en_de_messages
 from hf_pgen.placeholders import extract_placeholders

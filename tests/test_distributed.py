@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from test_run_translation import PREDICT_SAMPLES, tiny_args
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,3 +81,6 @@ def test_torchrun_two_processes(tmp_path):
     assert sum(map(len, copied)) >= 10, lines
     for index, words in enumerate(copied):
         assert words <= {names[index]}, (index, lines[index])
+
+
+pytestmark = pytest.mark.slow  # left out by `make test-fast`

@@ -1,7 +1,7 @@
 import pytest
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList
 from testing_utils import UNK, VOCAB, source_batch, tiny_base
+from transformers import LogitsProcessor, LogitsProcessorList
 
 from hf_pgen import OOVCopyLimitLogitsProcessor, PointerGeneratorForConditionalGeneration
 

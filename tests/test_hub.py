@@ -9,10 +9,9 @@ import re
 import subprocess
 import sys
 
-from huggingface_hub import ModelCard
-
-from testing_utils import run_without_hf_pgen
 from hub_server import HubStorage, client_env, hub_server
+from huggingface_hub import ModelCard
+from testing_utils import run_without_hf_pgen
 
 
 def test_push_to_hub_then_translate_on_another_machine(trained_copier, tmp_path):

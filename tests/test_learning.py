@@ -2,6 +2,7 @@
 
 import re
 
+import pytest
 import torch
 from testing_utils import corpus_texts
 
@@ -50,3 +51,6 @@ def test_switch_learned_to_copy_unknown_words(trained_copier):
     # p_gen is low where the gold word can only be copied, and higher where the vocabulary has it.
     assert out.p_gen[copy_only].mean() < 0.2
     assert out.p_gen[copy_only].mean() < out.p_gen[in_vocab].mean()
+
+
+pytestmark = pytest.mark.slow  # left out by `make test-fast`

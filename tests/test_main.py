@@ -53,3 +53,6 @@ def test_the_other_goals_follow_the_numbers():
     assert not _goal(not_significant, "the best pointer-generator beats copy-source on chrF")["met"]
     dropped = _systems(subword_nocopy_protect=0.99)
     assert not _goal(evaluate_goals(dropped, _significance(dropped)), "with protection")["met"]
+
+
+pytestmark = pytest.mark.slow  # left out by `make test-fast`

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import ModelCard
+from testing_utils import run_without_hf_pgen, tiny_base
 
 import hf_pgen
 from hf_pgen.modelcard import pipeline_task, render_model_card
-from testing_utils import run_without_hf_pgen, tiny_base
 
 ROOT = Path(__file__).resolve().parent.parent
 

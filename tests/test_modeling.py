@@ -755,8 +755,8 @@ def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_w
         seen.append(logits.shape)
         return {"rows": float(logits.shape[0])}
 
-    from transformers import PreTrainedTokenizerFast
     from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
 
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer(models.WordLevel({f"w{i}": i for i in range(VOCAB)}, unk_token="w3")),

@@ -254,3 +254,6 @@ class PointerGeneratorCrossAttentionCoverageModelTest(PointerGeneratorOOVTesterM
         # Upstream itself skips it today: `class PointerAttention(nn.Module)` in our module trips the source heuristic
         # of _can_set_attn_implementation. Once that says True, this is the reason that holds.
         self.skipTest(EAGER_ONLY)
+
+
+pytestmark = pytest.mark.slow  # left out by `make test-fast`

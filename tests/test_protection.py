@@ -13,13 +13,13 @@ from collections import Counter
 
 import pytest
 import torch
+from testing_utils import corpus_texts, tiny_base
 from transformers import BartConfig, BartForConditionalGeneration, LogitsProcessorList, pipeline
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
 from hf_pgen.metrics import extract_placeholders
 from hf_pgen.placeholders import placeholder_spans
 from hf_pgen.protection_pointer_generator import ProtectedSpansLogitsProcessor, find_protected_spans
-from testing_utils import corpus_texts, tiny_base
 
 PLACEHOLDERS = ["%s", "%d", "%(count)d", "%(name)s", "{name}", "{0}", "{}", "<b>", "</b>", "${HOME}", "%1",
                 "{n, number}", "https://example.com/a"]

@@ -11,10 +11,10 @@ import warnings
 
 import pytest
 import torch
+from testing_utils import corpus_texts
 from transformers import BartConfig, BartForConditionalGeneration, LogitsProcessor, LogitsProcessorList
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
-from testing_utils import corpus_texts
 
 FAMILIES = ("wordlevel", "unigram", "wordpiece", "bpe")
 # Text that begins like a span, spans whose tokens begin other spans', spans next to each other and at the edges.
@@ -182,3 +182,6 @@ def test_a_budget_too_short_for_the_spans_places_whole_spans_never_a_fragment(fa
                 assert any("missing from" in str(w.message) for w in caught), (budget, text)
             placed_any |= bool(spans)
     assert placed_any
+
+
+pytestmark = pytest.mark.slow  # left out by `make test-fast`

@@ -165,7 +165,7 @@ def test_quick_start_runs_outside_the_repository(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="session")
@@ -286,8 +286,9 @@ def walkthrough(stand_in, tmp_path_factory):
     """Run the WALKTHROUGH blocks in order in one namespace, in a fresh working directory; the corpus loader returns
     64 training and 8 validation rows. Returns (namespace, stdout per section, working directory, what the wrapped
     model and its untouched base generated right after the first block)."""
-    import hf_pgen.corpus
     from datasets import DatasetDict
+
+    import hf_pgen.corpus
 
     folder = stand_in("opus-mt")
     cwd = tmp_path_factory.mktemp("walkthrough")

@@ -8,8 +8,8 @@ import pytest
 import sacrebleu
 
 from hf_pgen import metrics
-from training import report
 from hf_pgen.corpus import load_en_de_messages
+from training import report
 from training.report import goals_table, markdown_table, plot_results, significance
 
 

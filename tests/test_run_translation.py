@@ -19,8 +19,8 @@ import pytest
 import torch
 
 import hf_pgen  # noqa: F401  (registers the pointer-generator with the Auto classes)
-from training import run_translation
 from hf_pgen.corpus import load_en_de_messages
+from training import run_translation
 from training.data.files import DataError, load_translation_splits, read_translation_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -349,8 +349,9 @@ def test_label_smoothing_and_a_tokenizer_without_oov_words(tmp_path, caplog):
 
 
 def test_copy_settings_are_the_config_fields():
-    from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
     from testing_utils import tiny_base
+
+    from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
 
     flags = {f.name for f in run_translation.dataclasses.fields(run_translation.PointerGeneratorArguments)}
     own = set(PointerGeneratorConfig.__annotations__) - run_translation._NOT_COPY_SETTINGS
@@ -377,10 +378,9 @@ def _mbart_tokenizer(cls_name="MBartTokenizer"):
     """An mBART tokenizer (the real class, language codes included) over a small Unigram vocabulary trained on the
     corpus."""
     import transformers
+    from testing_utils import corpus_texts
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers.models.mbart.tokenization_mbart import FAIRSEQ_LANGUAGE_CODES
-
-    from testing_utils import corpus_texts
 
     raw = Tokenizer(models.Unigram())
     raw.pre_tokenizer = pre_tokenizers.Metaspace()
@@ -698,3 +698,6 @@ def test_oov_copy_limit_is_saved_for_later_runs_and_means_nothing_without_copyin
         predict_args(baseline_dir, tmp_path / "y", "--no_copy_mechanism", "--oov_copy_limit"))
     baseline = run_translation.build_model(model_args, data_args, AutoTokenizer.from_pretrained(baseline_dir), False, None)
     assert getattr(baseline.generation_config, "oov_copy_limit", None) is None  # a plain model has nothing to copy
+
+
+pytestmark = pytest.mark.slow  # left out by `make test-fast`

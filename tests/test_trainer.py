@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
+from testing_utils import corpus_texts
 from transformers import BartConfig, BartForConditionalGeneration, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_pgen import (
@@ -21,7 +22,6 @@ from hf_pgen import (
     encode_with_oovs,
 )
 from hf_pgen.metrics import oov_copy_rate
-from testing_utils import corpus_texts
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_COLUMNS = ("input_ids", "attention_mask", "extended_input_ids", "labels")
@@ -440,10 +440,9 @@ PLACEHOLDER_SOURCES = ["Delete %(name)s now", "Open {folder} and %s", "Save <b>a
 def test_predict_with_protect_keeps_every_placeholder(tokenizer, tmp_path, copy):
     """An untrained model drops placeholders; with protect="placeholders" every prediction holds the source's exactly
     (the model's copy head or, for a plain base, the logits processor), in any evaluation order."""
-    from hf_pgen.metrics import placeholder_preservation
-
     from transformers import DataCollatorForSeq2Seq
 
+    from hf_pgen.metrics import placeholder_preservation
     from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     if not copy:  # without copying, only a vocabulary that can spell the placeholders can place them: subwords

@@ -348,3 +348,6 @@ def test_plot_names_the_package_to_install(records, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     with pytest.raises(ImportError, match="pip install matplotlib"):
         visualize.plot(records[0], tmp_path / "copies.png")
+
+
+pytestmark = pytest.mark.slow  # left out by `make test-fast`

@@ -55,12 +55,12 @@ from transformers.trainer_utils import get_last_checkpoint
 from hf_pgen import PointerGeneratorConfig
 from hf_pgen.data_collator import DataCollatorForPointerGenerator
 from hf_pgen.tokenization_pointer_generator import encode_with_oovs
+from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 from hf_pgen.trainer_pointer_generator import PointerGeneratorSeq2SeqTrainer, build_compute_metrics
 from training.data.files import EMBEDDED_CORPUS, SUPPORTED, file_format, load_translation_splits
 from training.evaluation import decode_predictions, mean_p_gen, write_copy_records, write_predictions
 from training.model import MODEL_TYPES, build_model, check_lengths, set_language_codes
 from training.run_details import collect_settings, dataset_name, training_details
-from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 
 logger = logging.getLogger(__name__)
 
