@@ -9,6 +9,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 from .configuration_pointer_generator import PointerGeneratorConfig, is_pointer_generator
 from .data_collator import DataCollatorForPointerGenerator
 from .generation_pointer_generator import OOVCopyLimitLogitsProcessor
+from .logits_process_pointer_generator import ProtectedSpansLogitsProcessor
 from .modeling_pointer_generator import (
     PointerGeneratorForConditionalGeneration,
     PointerGeneratorGenerateBeamOutput,
@@ -18,7 +19,7 @@ from .modeling_pointer_generator import (
 )
 from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline, _register_pipeline_tasks
 from .processing_pointer_generator import PointerGeneratorProcessor
-from .protection_pointer_generator import ProtectedSpansLogitsProcessor, find_protected_spans
+from .protection_pointer_generator import find_protected_spans
 from .tokenization_pointer_generator import batch_decode_with_oovs, decode_with_oovs, encode_with_oovs
 
 __version__ = "0.1.0"

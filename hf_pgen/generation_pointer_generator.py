@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from .protection_pointer_generator import ProtectedSpansLogitsProcessor
+from .logits_process_pointer_generator import ProtectedSpansLogitsProcessor
 
 OOV_COPY_LIMIT_KEY = "oov_copy_limit"
 

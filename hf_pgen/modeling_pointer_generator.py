@@ -31,7 +31,8 @@ from transformers.utils import logging
 
 from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, _first_int
 from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, _oov_copy_limit_processors
-from .protection_pointer_generator import PROTECTED_SPANS_KEY, _protection_processors, _warn_missing_spans
+from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
+from .protection_pointer_generator import PROTECTED_SPANS_KEY
 from .tokenization_pointer_generator import _DECODING_ONLY_KEYS  # generate() drops them: `model.generate(**batch)`
 
 logger = logging.get_logger(__name__)

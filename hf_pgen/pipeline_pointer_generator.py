@@ -48,13 +48,12 @@ from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
 from .configuration_pointer_generator import is_pointer_generator
+from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import (
     PROTECTED_SPANS_KEY,
     _check_protect,
-    _protection_processors,
     _warn_missing_literals,
-    _warn_missing_spans,
 )
 from .tokenization_pointer_generator import _continues_previous, _tokenizer_width
 

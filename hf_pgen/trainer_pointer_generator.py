@@ -39,8 +39,9 @@ from transformers.trainer_utils import EvalLoopOutput, EvalPrediction, has_lengt
 from transformers.utils import logging
 
 from .configuration_pointer_generator import is_pointer_generator
+from .logits_process_pointer_generator import _protection_processors
 from .processing_pointer_generator import PointerGeneratorProcessor
-from .protection_pointer_generator import PROTECTED_SPANS_KEY, _check_protect, _protection_processors
+from .protection_pointer_generator import PROTECTED_SPANS_KEY, _check_protect
 from .tokenization_pointer_generator import batch_decode_with_oovs
 
 logger = logging.get_logger(__name__)

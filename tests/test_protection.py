@@ -17,9 +17,10 @@ from testing_utils import corpus_texts, tiny_base
 from transformers import BartConfig, BartForConditionalGeneration, LogitsProcessorList, pipeline
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
+from hf_pgen.logits_process_pointer_generator import ProtectedSpansLogitsProcessor
 from hf_pgen.metrics import extract_placeholders
 from hf_pgen.placeholders import placeholder_spans
-from hf_pgen.protection_pointer_generator import ProtectedSpansLogitsProcessor, find_protected_spans
+from hf_pgen.protection_pointer_generator import find_protected_spans
 
 PLACEHOLDERS = ["%s", "%d", "%(count)d", "%(name)s", "{name}", "{0}", "{}", "<b>", "</b>", "${HOME}", "%1",
                 "{n, number}", "https://example.com/a"]
@@ -548,7 +549,8 @@ def test_tokens_that_must_not_follow_a_placeholder_are_the_grammars(tokenizer):
 def test_a_text_without_marks_never_swallows_a_placeholder(tokenizer):
     """The shortcut of the neighbour rule: after a text holding none of "%{<$#", "://", "www.", every placeholder
     reads as itself (the grammar is asked only after the others)."""
-    from hf_pgen.protection_pointer_generator import _SWALLOWING, _context_texts
+    from hf_pgen.logits_process_pointer_generator import _SWALLOWING
+    from hf_pgen.protection_pointer_generator import _context_texts
 
     rng = random.Random(1)
     pieces = [t for t in _context_texts(tokenizer, {}) if t and not any(m in t for m in _SWALLOWING)]
@@ -599,7 +601,7 @@ def test_a_row_that_goes_on_calmly_gets_what_the_full_rules_give(request, monkey
     holds no placeholder mark) decides exactly as the full rules do, step by step, through beam-like reordering,
     forks, rows never seen before, budgets that run out (spans spelled in more than one way, of different lengths)
     and EOS on top."""
-    from hf_pgen.protection_pointer_generator import _UNDECIDED, _Example
+    from hf_pgen.logits_process_pointer_generator import _UNDECIDED, _Example
 
     if vocabulary == "word":
         tokenizer = request.getfixturevalue("tokenizer")
