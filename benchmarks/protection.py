@@ -323,11 +323,11 @@ def bench_protection_trained(args: Any) -> dict:
         return {"available": False, "reason": reason, "results": []}
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from hf_pgen import PointerGeneratorProcessor
+    from hf_pgen import PointerGeneratorProcessor, is_pointer_generator
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForSeq2SeqLM.from_pretrained(folder).to(args.device).eval()
-    if getattr(model.config, "model_type", None) != "pointer_generator":
+    if not is_pointer_generator(model):
         reason = f"{folder} holds a {model.config.model_type} model, not a pointer-generator"
         log(f"protection_trained: not measured: {reason}")
         return {"available": False, "reason": reason, "results": []}
