@@ -483,6 +483,11 @@ class _Example:
                 known[context] = True
         return known[context]
 
+    def leading_space(self, token: int) -> str:
+        """The whitespace `token` reads as before its other characters, after a word ("Ġ%(" -> " ")."""
+        text = self.text_of([token])
+        return text[: len(text) - len(text.lstrip())]
+
     def starts_cleanly(self, j: int, g: list[int], start: int, since: int, last_span: int | None) -> bool:
         """Whether span `j` starting at `g[start]` reads as itself after the text before it (see `context`)."""
         return self.context_texts is None or self.reads_cleanly(self.context(g, start, since, last_span), j)
@@ -517,6 +522,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         width: int | None = None,
     ):
         self.examples = [_Example(entry or {}, width) for entry in protected_spans]
+        self._ends: tuple[torch.Tensor, list[bool]] | None = None  # see _wants_end
         self._active = [bool(ex) for ex in self.examples]
         if isinstance(eos_token_id, int):
             eos_token_id = [eos_token_id]
@@ -625,10 +631,16 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         context = ex.context(g, length, last_end, last_span) if ex.has_neighbours else ""
         swallowing = ex.has_neighbours and _SWALLOWING_RE.search(context) is not None
         if swallowing:
-            startable = [left > 0 and ex.reads_cleanly(context, j) for j, left in enumerate(remaining)]
+            # Per first token: whether a variant it starts reads as its span after the context, with the whitespace
+            # the token itself brings ("Ġ%(" puts a space between a URL and "%(num)s").
+            fine: dict[int, bool] = {}
             for j, left in enumerate(remaining):
-                if left > 0 and not startable[j]:
-                    hard += [v[0] for v in ex.variants[j] if not any(startable[k] for _, k in ex.by_first.get(v[0], ()))]
+                if left > 0:
+                    for variant in ex.variants[j]:
+                        first = variant[0]
+                        fine[first] = fine.get(first, False) or ex.reads_cleanly(context + ex.leading_space(first), j)
+            startable = [left > 0 and any(fine[v[0]] for v in ex.variants[j]) for j, left in enumerate(remaining)]
+            hard += [t for t, ok in fine.items() if not ok]
         else:  # a text without these marks swallows no placeholder: every remaining span may start
             startable = [left > 0 for left in remaining]
         need, slack, tight, too_long = ex.budget_rule(remaining, budget)
@@ -691,6 +703,11 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget)
         if carries:
             self._carrying[(index, key)] = state[:3]
+        if allowed is None and starts and self.eos and self._wants_end(scores, row):
+            # EOS is the row's top token but spans remain: it places one now (the model chooses which; for beams and
+            # samples the starts also get EOS's score, see __call__).
+            banned_set = set(banned)
+            allowed = [t for t in starts if t not in banned_set and (t in opening or not ex.bans(t, (), parts))] or None
         if allowed is None and ex.has_neighbours:
             banned = banned + [t for t in ex.inventing(g, state[1], self._inventions, state[2]) if t not in opening]
         if allowed is not None:
@@ -727,7 +744,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if remaining and max(remaining) > 0:
             _, _, tight, too_long = ex.budget_rule(remaining, budget)
             starts = ex.starts(remaining)
-            if tight:
+            if tight or (self.eos and self._wants_end(scores, row)):
                 return _UNDECIDED
             too_long = [t for t in too_long if t in ex.stray_tokens]
             banned = banned + self.eos + too_long
@@ -755,6 +772,12 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             ceiling = self._ceilings[("free",)]
             restore = []
         return ceiling, singles, None, [t for t in starts if t < width], restore
+
+    def _wants_end(self, scores: torch.Tensor, row: int) -> bool:
+        """Whether EOS is row `row`'s highest-scoring token; all rows at once, the first time a step asks."""
+        if self._ends is None or self._ends[0] is not scores:
+            self._ends = (scores, (scores[:, self.eos].amax(-1) >= scores.amax(-1)).tolist())
+        return self._ends[1][row]
 
     def _ceiling(self, ex: _Example, index: int | None, ids: frozenset[int] | None, scores: torch.Tensor) -> Any:
         """The (V,) ceiling of a decision, built once and kept: `torch.minimum(scores, ceiling)` applies it (float

@@ -56,10 +56,10 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   there, or, when none does, takes one space token (`"▁"`/`"Ġ"`) to keep the next one apart; at `R == need` it
   starts one regardless. A span is placed whole or not at all: when no remaining span fits whole in `R`, none is
   started and the row may end (the check after generation names what is missing).
-- *End*: EOS is forbidden while a span remains, and what the model gave ending goes to placing one there instead:
-  every start allowed then scores at least what EOS did, so the model places a span where it would have ended
-  (it chooses which; beams and sampling weigh it as they would have weighed ending) rather than wander on through
-  text it did not want until the budget forces the spans in.
+- *End*: EOS is forbidden while a span remains. When EOS is a row's top token, the row starts a span there (the
+  model chooses which), and in any row every allowed start scores at least what EOS did, so beams and samples too
+  place a span where the model would have ended rather than wander on through text it did not want until the
+  budget forces the spans in.
 - *Exhausted*: a span emitted as often as the source holds it cannot be emitted again (*No span too often*), and
   tokens whose text starts with the text of the token that would complete it are forbidden too ("sa" for "s").
 - *Neighbours* (`protect="placeholders"`): the decoded text must read as the same placeholders, so right after a
