@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from hf_pgen.modeling_pointer_generator import extended_log_probs, gold_log_probs, mix_into_log_probs
+from hf_pgen.mixture_pointer_generator import extended_log_probs, gold_log_probs, mix_into_log_probs
 
 from .harness import log
 from .reference import padded_log_softmax, reference_copy_step

@@ -51,7 +51,7 @@ def reference_copy_step(
         for b, s: dist[b, :, ids[b, s]] += (1 - p_gen[b]) * a[b, :, s]
         return log(dist)
 
-    What `hf_pgen.modeling_pointer_generator.mix_into_log_probs` computes; `log_p_vocab` is not modified. The ids are
+    What `hf_pgen.mixture_pointer_generator.mix_into_log_probs` computes; `log_p_vocab` is not modified. The ids are
     read as Python ints (`tolist()`): indexing with the 0-dim tensor `ids[b, s]` instead is ~10% slower.
     """
     batch, source_len = extended_input_ids.shape

@@ -5,9 +5,7 @@ import torch
 from testing_utils import UNK, VOCAB, source_batch, tiny_base
 
 from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
-from hf_pgen.modeling_pointer_generator import (
-    PointerAttention,
-    PointerGeneratorSeq2SeqLMOutput,
+from hf_pgen.mixture_pointer_generator import (
     _rows_per_source,
     _word_mass,
     extended_log_probs,
@@ -15,6 +13,7 @@ from hf_pgen.modeling_pointer_generator import (
     gold_log_probs,
     num_oov_slots,
 )
+from hf_pgen.modeling_pointer_generator import PointerAttention, PointerGeneratorSeq2SeqLMOutput
 
 
 def wrap(family, **settings):

@@ -20,7 +20,7 @@ from benchmarks.reference import (
     reference_gold,
     reference_smoothed,
 )
-from hf_pgen.modeling_pointer_generator import (
+from hf_pgen.mixture_pointer_generator import (
     copy_side_of_mixture,
     extended_log_probs,
     first_occurrence,
