@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from .placeholders import placeholder_spans
+from .placeholders import _placeholder_end_at_start, placeholder_spans
 from .protection_pointer_generator import _UNCALM_RE
 
 __all__ = ["ProtectedSpansLogitsProcessor"]
@@ -41,6 +41,9 @@ _URL_START = re.compile(r"(?:https?|ftp)://|www\.")
 _URL_PREFIXES = ("https://", "http://", "ftp://", "www.")
 _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 _SCHEME_STARTS = frozenset(prefix[:k] for prefix in _URL_PREFIXES for k in range(1, len(prefix)))  # "h" ... "https:/"
+# A Python named field's name, open or closed, made only of characters that begin no placeholder of the grammar: the
+# grammar reads any such name alike (`[^()\s]+`), and no other placeholder starts inside it.
+_NAMED_HEAD = re.compile(r"^%\([\w.\-]+(?=\)|$)")
 _UNDECIDED = object()  # a row not decided yet this step (a decision may be None)
 _WINDOW = 32  # tokens of text before a span that may swallow it (placeholders are short; URLs end at a space)
 _ACROSS = 256  # tokens before a span's end in which a placeholder around it may have been opened ("{0:" holds any text)
@@ -217,6 +220,10 @@ class _Example:
             heads += self._heads_across(g, since, last_span, tail)
         banned: list[int] = []
         for head, kind in heads:
+            # What completes "%(name)" does not depend on the name: one lookup serves every name a model writes.
+            head = _NAMED_HEAD.sub("%(x", head, count=1)
+            if head.startswith("%(") and (_placeholder_end_at_start(head) or len(head)) < len(head):
+                continue  # a named field complete before the head's end: nothing appended can reach back into it
             if head not in inventions:
                 texts = self.context_texts
                 candidates = self.completers.get(kind, range(len(texts)))
