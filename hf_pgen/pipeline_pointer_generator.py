@@ -253,13 +253,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             self.tokenizer.src_lang = src_lang  # mBART/M2M100 tokenizers add the language code from this
         prefix = self.prefix if prefix is None else prefix
         source = prefix + text
-        encoded = source
-        protection = {}
+        # The prefix is the model's to read, not the user's text: the processor puts it before `text` and protects
+        # what it finds in `text` only. Literals missing from every input are warned about once per call (see
+        # __call__), not once per input.
+        encoded, protection = text, {"source_prefix": prefix}
         if protect is not None:
-            # The prefix is the model's to read, not the user's text: the processor puts it before `text` and
-            # protects what it finds in `text` only. Literals missing from every input are warned about once per
-            # call (see __call__), not once per input.
-            encoded, protection = text, {"protect": protect, "source_prefix": prefix}
+            protection["protect"] = protect
         if return_copy_info:
             protection["return_offsets_mapping"] = True
         with warnings.catch_warnings():
