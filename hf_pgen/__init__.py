@@ -9,6 +9,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 from .configuration_pointer_generator import PointerGeneratorConfig, is_pointer_generator
 from .data_collator import DataCollatorForPointerGenerator
 from .generation_pointer_generator import OOVCopyLimitLogitsProcessor
+from .glossary import Glossary
 from .logits_process_pointer_generator import ProtectedSpansLogitsProcessor
 from .modeling_pointer_generator import (
     PointerGeneratorForConditionalGeneration,
@@ -66,6 +67,7 @@ __all__ = [
     "ProtectedSpansLogitsProcessor",
     "OOVCopyLimitLogitsProcessor",
     "find_protected_spans",
+    "Glossary",
     "PointerGeneratorSeq2SeqTrainer",
     "PointerGeneratorEvalPrediction",
     "build_compute_metrics",

@@ -8,6 +8,8 @@ from typing import Literal
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
+from .glossary import check_annotation
+
 POINTER_SOURCES = ("dedicated", "cross_attention")
 _SPECIAL_TOKEN_FIELDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "unk_token_id")
 
@@ -69,6 +71,12 @@ class PointerGeneratorConfig(PreTrainedConfig):
         unk_token_id (`int`, *optional*):
             The unknown token. An extended (copied) id fed back to the decoder is embedded as this token. Defaults to
             the base config's `unk_token_id`.
+        glossary_annotation (`str`, *optional*):
+            How a glossary's target term is written into the source for this model to copy, a format string with
+            `{target}` and optionally `{source}` (e.g. `"{source} [ {target} ]"`, `hf_pgen.glossary`). Set by
+            `run_translation --glossary_augmentation`, which trains the model to read it; the processor and the
+            pipeline apply it to every `glossary=` call. `None`: the model was not trained with an annotation, and
+            glossary terms are placed (`glossary_mode="guarantee"`) without one.
     """
 
     model_type = "pointer_generator"
@@ -87,6 +95,7 @@ class PointerGeneratorConfig(PreTrainedConfig):
     force_p_gen: float | None = None
     label_smoothing: float = 0.0
     p_gen_bias_init: float = 10.0
+    glossary_annotation: str | None = None
     is_encoder_decoder: bool = True
     pad_token_id: int | None = None
     bos_token_id: int | None = None
@@ -111,6 +120,8 @@ class PointerGeneratorConfig(PreTrainedConfig):
             raise ValueError(f"coverage_weight={self.coverage_weight} must be >= 0.")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing={self.label_smoothing} must lie in [0, 1).")
+        if self.glossary_annotation is not None:
+            check_annotation(self.glossary_annotation)
         _check_shared_vocabulary(self.base_config)
         if self.pointer == "cross_attention":
             self._check_cross_attention_pointer()

@@ -48,6 +48,7 @@ from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
 from .configuration_pointer_generator import is_pointer_generator
+from .glossary import GLOSSARY_MODES, glossaries_for
 from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import (
@@ -100,6 +101,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     - `protect`: guaranteed copies (off by default): `"placeholders"`, `"oov"` (copying models only), a regular
       expression or a list of literal strings; every protected span of a source comes out exactly as often as the
       source holds it (see `hf_pgen.protection_pointer_generator`). Works for plain encoder-decoders too.
+    - `glossary`: a term base (a dict of source term -> target term, a `hf_pgen.Glossary`, or the path of a
+      two-column TSV/CSV; a list of them gives one per input). Each entry whose source term occurs in an input as
+      whole words puts its target term in the output, verbatim, as often as the source term occurs
+      (`glossary_mode="guarantee"`, the default); `glossary_mode="hint"` only writes the terms into the source
+      for a model trained to read them (`config.glossary_annotation`). `glossary_ignore_case=True` matches source
+      terms in any case. With `protect=` too, a protected span may not overlap a source term. See `hf_pgen.glossary`.
     - `return_copy_info=True` (pointer-generators): each result is a *copy record*, the text plus what was copied:
       `source`, `source_tokens` (`[{"text", "span"}]`, span = character offsets in the input, None for special
       tokens and the prefix), `tokens` (one per output token, none for a blank input: `text` — they join to the
@@ -136,7 +143,10 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         vocab_size = self.model.config.vocab_size
         if not self._copies:
             vocab_size = max(vocab_size, _tokenizer_width(self.tokenizer))
-        self._processor = PointerGeneratorProcessor(self.tokenizer, vocab_size=vocab_size)
+        self._processor = PointerGeneratorProcessor(
+            self.tokenizer, vocab_size=vocab_size,
+            glossary_annotation=getattr(self.model.config, "glossary_annotation", None) if self._copies else None,
+        )
 
         # v4: the task's `task_specific_params` give the prefix and generation defaults (below the user's own).
         self.task, params = self._task_specific_params()
@@ -168,9 +178,14 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         clean_up_tokenization_spaces: bool | None = None,
         protect: Any = None,
         return_copy_info: bool | None = None,
+        glossary: Any = None,
+        glossary_mode: str | None = None,
+        glossary_ignore_case: bool | None = None,
         **generate_kwargs,
     ):
         preprocess, postprocess = {}, {}
+        if glossary is not None or glossary_mode is not None or glossary_ignore_case is not None:
+            preprocess.update(self._glossary_parameters(glossary, glossary_mode, glossary_ignore_case))
         if return_copy_info:
             if not self._copies:
                 raise ValueError(
@@ -207,14 +222,32 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             postprocess["clean_up_tokenization_spaces"] = clean_up_tokenization_spaces
         return preprocess, generate_kwargs, postprocess
 
+    def _glossary_parameters(self, glossary: Any, mode: str | None, ignore_case: bool | None) -> dict[str, Any]:
+        """preprocess's glossary keywords, checked (and a file read) once per call, before any input is encoded."""
+        mode = "guarantee" if mode is None else mode
+        if mode not in GLOSSARY_MODES:
+            raise ValueError(f"glossary_mode={mode!r} is not one of {GLOSSARY_MODES}.")
+        if mode == "hint" and self._processor.glossary_annotation is None:
+            raise ValueError(
+                'glossary_mode="hint" writes the terms into the source for the model to use, but this model has no '
+                "glossary_annotation (it was not trained to read one): use the default glossary_mode=\"guarantee\", "
+                "or train a pointer-generator with run_translation --glossary_augmentation."
+            )
+        if glossary is not _PER_INPUT and glossary is not None:
+            glossary = glossaries_for(glossary, None, bool(ignore_case))
+        return {"glossary": glossary, "glossary_mode": mode, "glossary_ignore_case": bool(ignore_case)}
+
     def __call__(self, inputs: str | collections.abc.Iterable[str], *args, **kwargs) -> Any:
         """Generate for one text, a list/tuple of texts, or a stream of texts (generator, `KeyDataset`).
 
         Returns a list of dicts for a text; for a list, one dict per text (a list of dicts per text with
         `num_return_sequences` > 1); for a stream, an iterator of per-text lists.
         """
+        per_input = isinstance(kwargs.get("glossary"), (list, tuple))
         if isinstance(inputs, str):
             _warn_missing_literals([inputs], kwargs.get("protect"), stacklevel=3)
+            if per_input:  # one input: a list of one term base
+                kwargs = {**kwargs, "glossary": _one_glossary(kwargs["glossary"], 1, bool(kwargs.get("glossary_ignore_case")))[0]}
             return super().__call__(inputs, *args, **kwargs)
         if isinstance(inputs, (bytes, bytearray, collections.abc.Mapping)):
             _check_text(inputs)
@@ -225,9 +258,18 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if not texts:
                 return []
             _warn_missing_literals(texts, kwargs.get("protect"), stacklevel=3)
+            if per_input:  # each text carries its own term base through the pipeline's batching
+                glossaries = _one_glossary(kwargs.pop("glossary"), len(texts), bool(kwargs.get("glossary_ignore_case")))
+                texts = [_TextWithGlossary(text, glossary) for text, glossary in zip(texts, glossaries)]
+                kwargs["glossary"] = _PER_INPUT
             results = super().__call__(texts, *args, **kwargs)
             # v4: one dict per input unless num_return_sequences > 1
             return [result[0] for result in results] if all(len(result) == 1 for result in results) else results
+        if per_input:
+            raise ValueError(
+                "A list of glossaries gives one per input, which needs a list of texts; for a stream (a generator, a "
+                "KeyDataset) pass one term base for every input (a dict, a Glossary or a file path)."
+            )
         if isinstance(inputs, torch.utils.data.Dataset) and isinstance(inputs, collections.abc.Sized):
             return super().__call__(_CheckedTexts(inputs), *args, **kwargs)  # streamed: an iterator comes back
         if isinstance(inputs, collections.abc.Iterable):
@@ -247,8 +289,13 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         src_lang: str | None = None,
         protect: Any = None,
         return_copy_info: bool = False,
+        glossary: Any = None,
+        glossary_mode: str = "guarantee",
+        glossary_ignore_case: bool = False,
     ) -> dict[str, Any]:
         _check_text(text)
+        if glossary is _PER_INPUT:
+            glossary = getattr(text, "glossary", None)
         if src_lang is not None:
             self.tokenizer.src_lang = src_lang  # mBART/M2M100 tokenizers add the language code from this
         prefix = self.prefix if prefix is None else prefix
@@ -256,9 +303,11 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         # The prefix is the model's to read, not the user's text: the processor puts it before `text` and protects
         # what it finds in `text` only. Literals missing from every input are warned about once per call (see
         # __call__), not once per input.
-        encoded, protection = text, {"source_prefix": prefix}
+        encoded, protection = str(text), {"source_prefix": prefix}
         if protect is not None:
             protection["protect"] = protect
+        if glossary is not None:
+            protection.update(glossary=glossary, glossary_mode=glossary_mode, glossary_ignore_case=glossary_ignore_case)
         if return_copy_info:
             protection["return_offsets_mapping"] = True
         with warnings.catch_warnings():
@@ -284,10 +333,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         model_inputs["oov_words"] = table  # a tuple: batching gathers one per example (see _one_table_per_example)
         model_inputs["oov_spacing"] = spacing  # the same
         model_inputs["is_blank"] = torch.tensor([not text.strip()])
-        if protect is not None:
+        if PROTECTED_SPANS_KEY in encoding:
             model_inputs[PROTECTED_SPANS_KEY] = encoding[PROTECTED_SPANS_KEY][0]  # a dict: batching makes a list
         if return_copy_info:  # a dict too
-            model_inputs["copy_source"] = self._copy_source(text, prefix, encoding, protect is not None)
+            if glossary is not None and self._processor.glossary_annotation is not None:
+                text = self._processor._apply_glossary(text, glossary, "hint", glossary_ignore_case, 0)[0]
+            model_inputs["copy_source"] = self._copy_source(str(text), prefix, encoding, PROTECTED_SPANS_KEY in encoding)
         return model_inputs
 
     def _forward(self, model_inputs: dict[str, Any], **generate_kwargs) -> dict[str, Any]:
@@ -546,6 +597,25 @@ class PointerGeneratorText2TextPipeline(Pipeline):
 
 
 # -- inputs ---------------------------------------------------------------------------------------------------------
+
+
+class _TextWithGlossary(str):
+    """An input text that carries its own term base through the pipeline's batching (`glossary=[...]`)."""
+
+    glossary: Any = None
+
+    def __new__(cls, text: str, glossary: Any):
+        self = super().__new__(cls, text)
+        self.glossary = glossary
+        return self
+
+
+_PER_INPUT = object()  # preprocess's `glossary` when each text carries its own
+
+
+def _one_glossary(glossaries: Any, num_texts: int, ignore_case: bool = False) -> list[Any]:
+    """The per-input list of term bases, each loaded and checked once, before any input is encoded."""
+    return glossaries_for(list(glossaries), num_texts, ignore_case)
 
 
 def _check_text(text: Any, index: int | None = None) -> None:

@@ -23,6 +23,7 @@ import torch
 from transformers import AutoConfig, AutoTokenizer, BatchEncoding, PreTrainedConfig, PreTrainedTokenizerBase
 
 from .configuration_pointer_generator import PointerGeneratorConfig
+from .glossary import GLOSSARY_MODES, apply_glossaries, check_annotation, glossaries_for
 from .protection_pointer_generator import _add_protected_spans
 from .tokenization_pointer_generator import (
     _check_tokenizer,
@@ -49,6 +50,9 @@ class PointerGeneratorProcessor:
         vocab_size (`int`):
             The model's output width, `model.config.vocab_size` (`>= len(tokenizer)`; T5 pads 32100 to 32128).
             Extended (copy) ids start here.
+        glossary_annotation (`str`, *optional*):
+            The model's `config.glossary_annotation` (how a glossary's target terms are written into the source);
+            `from_pretrained` and `from_model` read it from the model. `None`: sources are not annotated.
 
     Example:
 
@@ -61,10 +65,13 @@ class PointerGeneratorProcessor:
     ```
     """
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> None:
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, vocab_size: int, glossary_annotation: str | None = None
+    ) -> None:
         _check_tokenizer(tokenizer)
         self.tokenizer = tokenizer
         self.vocab_size = _check_vocab_size(tokenizer, vocab_size)
+        self.glossary_annotation = None if glossary_annotation is None else check_annotation(glossary_annotation)
 
     # ---------------------------------------------------------------------------------------------- construction
     @classmethod
@@ -79,15 +86,17 @@ class PointerGeneratorProcessor:
         the config.
         """
         tokenizer = AutoTokenizer.from_pretrained(pretrained_model_name_or_path, **kwargs)
+        annotation = None
         if vocab_size is None:
             hub_kwargs = {k: kwargs[k] for k in _HUB_KWARGS if k in kwargs}
-            vocab_size = _model_width(pretrained_model_name_or_path, **hub_kwargs)
-        return cls(tokenizer, vocab_size=vocab_size)
+            vocab_size, annotation = _model_width(pretrained_model_name_or_path, **hub_kwargs)
+        return cls(tokenizer, vocab_size=vocab_size, glossary_annotation=annotation)
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: PreTrainedTokenizerBase) -> PointerGeneratorProcessor:
-        """The processor for an in-memory model: `vocab_size = model.config.vocab_size`."""
-        return cls(tokenizer, vocab_size=model.config.vocab_size)
+        """The processor for an in-memory model: `vocab_size = model.config.vocab_size`, and its glossary annotation."""
+        return cls(tokenizer, vocab_size=model.config.vocab_size,
+                   glossary_annotation=getattr(model.config, "glossary_annotation", None))
 
     def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> tuple[str, ...]:
         """Write the tokenizer files (the width lives in the model's config.json). Same arguments as the tokenizer's
@@ -111,6 +120,9 @@ class PointerGeneratorProcessor:
         return_num_truncated_tokens: bool = False,
         protect: Any = None,
         source_prefix: str | None = None,
+        glossary: Any = None,
+        glossary_mode: str = "guarantee",
+        glossary_ignore_case: bool = False,
         **tokenizer_kwargs: Any,
     ) -> BatchEncoding:
         """Tokenize like `tokenizer(text, text_target=...)` and add the copy inputs.
@@ -130,6 +142,12 @@ class PointerGeneratorProcessor:
         `source_prefix` (e.g. T5's `"translate English to German: "`) is put before every text: the model reads it,
         `protect` never looks in it, so a pattern cannot force the prefix's words into the output.
 
+        `glossary` (a dict of source term -> target term, a `hf_pgen.Glossary`, the path of a two-column TSV/CSV, or a
+        list of these, one per text): where a source term occurs as whole words (`glossary_ignore_case=True`: in any
+        case), the target term is written into the source with `glossary_annotation` (when the model has one) and,
+        with `glossary_mode="guarantee"` (the default), added to `protected_spans`: `generate()` puts it in the
+        output as often as the source term occurs. `glossary_mode="hint"` annotates only. See `hf_pgen.glossary`.
+
         Example:
 
         ```python
@@ -141,8 +159,11 @@ class PointerGeneratorProcessor:
         skip = len(source_prefix) if source_prefix else 0
         if skip:
             text = source_prefix + text if isinstance(text, str) else [source_prefix + t for t in text]
+        terms = None
+        if glossary is not None:
+            text, terms = self._apply_glossary(text, glossary, glossary_mode, glossary_ignore_case, skip)
         keep_offsets = bool(tokenizer_kwargs.get("return_offsets_mapping", False))
-        if protect is not None:  # spans are found in character offsets
+        if protect is not None or terms is not None:  # spans are found in character offsets
             tokenizer_kwargs = {**tokenizer_kwargs, "return_offsets_mapping": True}
         batch = encode_with_oovs(
             self.tokenizer,
@@ -157,10 +178,30 @@ class PointerGeneratorProcessor:
             return_num_truncated_tokens=return_num_truncated_tokens,
             **tokenizer_kwargs,
         )
-        if protect is None:
+        if protect is None and terms is None:
             return batch
         cache = self.__dict__.setdefault("_protection_cache", {})
-        return _add_protected_spans(batch, text, protect, self.tokenizer, self.vocab_size, cache, keep_offsets, skip)
+        return _add_protected_spans(
+            batch, text, protect, self.tokenizer, self.vocab_size, cache, keep_offsets, skip, terms=terms
+        )
+
+    def _apply_glossary(
+        self, text: str | list[str], glossary: Any, mode: str, ignore_case: bool, skip: int
+    ) -> tuple[str | list[str], list[dict[str, Any] | None] | None]:
+        """The texts with the annotation written in, and (guarantee mode) the terms to place per text."""
+        if mode not in GLOSSARY_MODES:
+            raise ValueError(f"glossary_mode={mode!r} is not one of {GLOSSARY_MODES}.")
+        if mode == "hint" and self.glossary_annotation is None:
+            raise ValueError(
+                'glossary_mode="hint" writes the terms into the source for the model to use, but this model has no '
+                "glossary_annotation (it was not trained to read one): use glossary_mode=\"guarantee\" (the default), "
+                "or train with run_translation --glossary_augmentation."
+            )
+        texts = [text] if isinstance(text, str) else list(text)
+        annotated, terms = apply_glossaries(
+            texts, glossaries_for(glossary, len(texts), ignore_case), self.glossary_annotation, skip
+        )
+        return (annotated[0] if isinstance(text, str) else annotated), (terms if mode == "guarantee" else None)
 
     # --------------------------------------------------------------------------------------------------- decode
     def decode(
@@ -267,8 +308,9 @@ def _expand_tables(
     return [table for table in tables for _ in range(repeat)], records
 
 
-def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> int:
-    """`vocab_size` from the config.json at `path`: a pointer-generator's (its base's output width) or a base's."""
+def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> tuple[int, str | None]:
+    """`vocab_size` from the config.json at `path` (a pointer-generator's: its base's output width; or a base's), and
+    the pointer-generator's `glossary_annotation`."""
     missing = (
         f"Could not read the model's output width from a config.json at {str(path)!r}. Pass it: "
         "PointerGeneratorProcessor.from_pretrained(path, vocab_size=model.config.vocab_size)."
@@ -281,7 +323,8 @@ def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> int:
         raise ValueError(missing)
     if config_dict.get("model_type") == PointerGeneratorConfig.model_type:
         # No AutoConfig registration needed: this also works in a Python where only the folder's code exists.
-        return PointerGeneratorConfig.from_dict(config_dict).vocab_size
+        config = PointerGeneratorConfig.from_dict(config_dict)
+        return config.vocab_size, config.glossary_annotation
     try:
         config = AutoConfig.from_pretrained(path, **hub_kwargs)
     except (OSError, ValueError) as error:
@@ -291,4 +334,4 @@ def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> int:
         vocab_size = getattr(config.get_text_config(decoder=True), "vocab_size", None)
     if not isinstance(vocab_size, int):
         raise ValueError(f"{missing} ({type(config).__name__} has no vocab_size.)")
-    return vocab_size
+    return vocab_size, None

@@ -431,13 +431,22 @@ def _protected_spans_for_batch(
     vocab_size: int,
     cache: dict[str, Any] | None = None,
     skip: int = 0,
+    terms: Sequence[dict[str, Any] | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Per example, `{"spans": [{"text", "count", "sequences"}], "forbidden_ids": [...]}` for `generate()`.
 
     `encoding` is `encode_with_oovs`' output for `texts` with `offset_mapping` (lists or tensors, batched). Spans are
     searched from character `skip` of each text on: a task prefix before it is read by the model, never protected.
+    `protect` may be None when only glossary terms are placed.
+
+    `terms` (glossaries, `hf_pgen.glossary`): per example, `{"targets": [(target, start, end)], "added": [(start,
+    end)], "sources": [(start, end)]}` or None. A target with a `start` stands at `text[start:end]` (the annotation
+    wrote it there) and is spelled like a protected span, the source's own ids included; one with `start=None` is
+    not in the source and is spelled from the vocabulary. Each target counts one occurrence. Protected spans are
+    not searched in the `added` ranges (the annotation, not the user's text) and may not overlap a `sources` range
+    (the source term a target replaces).
     """
-    mode = _check_protect(protect)
+    mode = _check_protect(protect) if protect is not None else None
     cache = {} if cache is None else cache
     speller = cache.setdefault("speller", _SpanSpeller(tokenizer))
     forbidden: list[int] = []
@@ -449,8 +458,13 @@ def _protected_spans_for_batch(
         mask = _row_list(encoding["attention_mask"], index)
         oov_words = encoding["oov_words"][index]
         by_text: dict[str, dict[str, Any]] = {}
+        term = terms[index] if terms is not None else None
+        added = term["added"] if term else []
+        offsets = [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)] if mode != "oov" or added else []
         if mode == "oov":
             for position, token_id in enumerate(ids):
+                if added and _overlaps(offsets[position], added):
+                    continue  # a target term the annotation wrote: the glossary places it
                 if mask[position] and token_id >= vocab_size:
                     entry = by_text.setdefault(
                         oov_words[token_id - vocab_size], {"count": 0, "variants": [], "context": [], "follows": set()}
@@ -458,12 +472,27 @@ def _protected_spans_for_batch(
                     entry["count"] += 1
                     entry["variants"].append((token_id,))
         else:
-            offsets = [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)]
-            found = [(start + skip, end + skip) for start, end in find_protected_spans(text[skip:], mode)]
+            found = []
+            if mode is not None:
+                found = [(start + skip, end + skip) for start, end in find_protected_spans(text[skip:], mode)]
+                found = [span for span in found if not _overlaps(span, added)]
+            if term:
+                _check_no_conflict(text, found, term["sources"], index)
             if mode == "placeholders":  # marks the source's text around its placeholders lacks stay out of the output's
-                stray = _stray_ids(text, found, oov_words, vocab_size, tokenizer, cache)
-            for start, end in found:
+                stray = _stray_ids(text, sorted(found + added), oov_words, vocab_size, tokenizer, cache)
+            kinds = {span: "span" for span in found}
+            for target, start, end in term["targets"] if term else ():
+                if start is None:  # not in the source: spelled from the vocabulary
+                    entry = by_text.setdefault(target, {"count": 0, "variants": [], "context": [], "cut": False,
+                                                        "follows": set(), "term": True})
+                    entry["count"] += 1
+                    entry["variants"] += [v for v in speller.alone(target)] + [speller.strip(v) for v in
+                                                                               speller.alone(target)]
+                else:
+                    kinds[(start, end)] = "term"
+            for start, end in sorted(kinds):
                 span_text = text[start:end]
+                what = "Glossary term" if kinds[(start, end)] == "term" else "Protected span"
                 covering = [p for p, (s, e) in enumerate(offsets) if mask[p] and e > s and s < end and e > start]
                 variants = list(speller.alone(span_text))
                 first, last = (offsets[covering[0]][0], offsets[covering[-1]][1]) if covering else (end, start)
@@ -472,7 +501,7 @@ def _protected_spans_for_batch(
                 cut = first > start or last < end  # (partly) past the truncation: the model did not read it
                 if cut and variants:
                     warnings.warn(
-                        f"Protected span {span_text!r} of source {index} lies past the truncation: the model did not "
+                        f"{what} {span_text!r} of source {index} lies past the truncation: the model did not "
                         "read it, but it is still placed in the output, spelled from the vocabulary. Raise max_length "
                         "to let the model read it.",
                         UserWarning,
@@ -491,7 +520,7 @@ def _protected_spans_for_batch(
                         context.append(own)
                 variants += [speller.strip(v) for v in variants]
                 entry = by_text.setdefault(span_text, {"count": 0, "variants": [], "context": [], "cut": False,
-                                                       "follows": set()})
+                                                       "follows": set(), "term": kinds[(start, end)] == "term"})
                 entry["count"] += 1
                 if covering and covering[-1] + 1 < len(ids) and mask[covering[-1] + 1]:
                     entry["follows"].add(ids[covering[-1] + 1])  # the source reads the span as itself before it
@@ -506,16 +535,20 @@ def _protected_spans_for_batch(
                 why = ("lies past the truncation (raise max_length to let the model read it), and the span alone has "
                        "unknown tokens" if entry.get("cut") else "its tokens there also cover text outside the span, and "
                        "the span alone has unknown tokens")
+                if entry.get("term") and not entry["variants"] and not entry["context"] and not entry.get("cut"):
+                    why = ("the vocabulary spells it only with unknown tokens, and the model has no copy head or the "
+                           "glossary annotation that would put it in the source")
                 warnings.warn(
-                    f"Protected span {span_text!r} of source {index} cannot be spelled by the model ({why}): it is "
-                    "not protected.",
+                    f"{'Glossary term' if entry.get('term') else 'Protected span'} {span_text!r} of source {index} "
+                    f"cannot be spelled by the model ({why}): it is not "
+                    f"{'guaranteed' if entry.get('term') else 'protected'}.",
                     UserWarning,
                     stacklevel=4,
                 )
                 continue
             extensions = sorted({e for v in variants for e in _extensions(v[-1], tokenizer, cache)})
             after = []
-            if mode == "placeholders":  # and this example's copies that would change it
+            if mode == "placeholders" and not entry.get("term"):  # and this example's copies that would change it
                 after = _not_after(span_text, tokenizer, cache) + [
                     vocab_size + slot for slot, word in enumerate(oov_words) if _changes(span_text, word)
                 ]
@@ -536,6 +569,23 @@ def _protected_spans_for_batch(
     if isinstance(mode, tuple):
         _warn_missing_literals(texts, mode, stacklevel=5, skip=skip)
     return results
+
+
+def _overlaps(span: tuple[int, int], ranges: Sequence[tuple[int, int]]) -> bool:
+    start, end = span
+    return any(start < e and s < end for s, e in ranges)
+
+
+def _check_no_conflict(text: str, found: list[tuple[int, int]], sources: Sequence[tuple[int, int]], index: int) -> None:
+    """A protected span inside a glossary match would have to come out as itself and as the target term: refuse."""
+    for start, end in found:
+        for s, e in sources:
+            if start < e and s < end:
+                raise ValueError(
+                    f"Protected span {text[start:end]!r} of source {index} overlaps the glossary's source term "
+                    f"{text[s:e]!r}: the span must come out as written, the term as its target term. Drop the term "
+                    "from the glossary, or the span from protect=."
+                )
 
 
 def _warn_missing_literals(texts: Sequence[str], protect: Any, stacklevel: int = 2, skip: int = 0) -> None:
@@ -562,6 +612,7 @@ def _add_protected_spans(
     cache: dict[str, Any] | None,
     keep_offsets: bool,
     skip: int = 0,
+    terms: Sequence[dict[str, Any] | None] | None = None,
 ) -> Any:
     """Write `batch["protected_spans"]` (per example; one dict for an un-batched example) from an `encode_with_oovs`
     batch made with `return_offsets_mapping=True`; drop the offsets unless the caller asked for them."""
@@ -572,7 +623,7 @@ def _add_protected_spans(
     keys = ("extended_input_ids", "attention_mask", "offset_mapping")
     view = {key: [batch[key]] if single else batch[key] for key in keys}
     view["oov_words"] = [batch["oov_words"]] if single else batch["oov_words"]
-    entries = _protected_spans_for_batch(tokenizer, texts, view, protect, vocab_size, cache, skip)
+    entries = _protected_spans_for_batch(tokenizer, texts, view, protect, vocab_size, cache, skip, terms)
     if not keep_offsets:
         del batch["offset_mapping"]
     batch[PROTECTED_SPANS_KEY] = entries[0] if single else entries

@@ -1,0 +1,274 @@
+"""Glossaries (`hf_pgen.glossary`): the term base and its errors, where entries apply, the annotation, and the
+guarantee, checked against oracles: a perfect translation must come out unchanged, and a model that ignores the
+terms must still put each one out exactly as often as its source term occurs, nothing else changed."""
+
+import random
+import warnings
+
+import pytest
+import torch
+from testing_oracles import CopyTheSource, oracle_copy_model
+from testing_utils import corpus_texts
+from transformers import LogitsProcessorList
+
+from hf_pgen import PointerGeneratorProcessor
+from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION, Glossary, annotate, check_annotation
+
+
+# ------------------------------------------------------------------------------------------------ the term base
+def test_entries_apply_as_whole_words_the_longer_of_two_overlapping_matches_winning():
+    glossary = Glossary({"storage": "Speicher", "storage space": "Speicherplatz", "file": "Datei", "list": "Liste"})
+    text = "Free up storage space in storage. The file list, files and filestorage stay."
+    found = [(m.source, text[m.start : m.end], m.target) for m in glossary.find(text)]
+    assert found == [("storage space", "storage space", "Speicherplatz"), ("storage", "storage", "Speicher"),
+                     ("file", "file", "Datei"), ("list", "list", "Liste")]
+    assert Glossary({"Storage": "Speicher"}).find("storage") == []  # case-sensitive by default
+    matches = Glossary({"Storage": "Speicher"}, ignore_case=True).find("STORAGE and storage")
+    assert [(m.start, m.end, m.target) for m in matches] == [(0, 7, "Speicher"), (12, 19, "Speicher")]
+    # where two overlap, the longer wins though it starts later
+    assert [m.source for m in Glossary({"open file": "a", "file list view": "b"}).find("open file list view")] == [
+        "file list view"]
+
+
+def test_a_term_base_file_reads_as_tsv_or_csv(tmp_path):
+    tsv = tmp_path / "terms.tsv"
+    tsv.write_text("storage\tSpeicher\n\nfile list\tDateiliste\n", encoding="utf-8")
+    csv = tmp_path / "terms.csv"
+    csv.write_text('storage,Speicher\n"Save, then quit","Speichern, dann beenden"\n', encoding="utf-8")
+    assert Glossary.from_file(tsv).items() == [("storage", "Speicher"), ("file list", "Dateiliste")]
+    assert Glossary.from_file(csv).items() == [("storage", "Speicher"), ("Save, then quit", "Speichern, dann beenden")]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("storage\tSpeicher\nfile list\n", "terms.tsv, line 2 has 1 column"),
+        ("storage\tSpeicher\tSpeicherplatz\n", "line 1 has 3 column"),
+        ("storage\t \n", "line 1 has an empty target term"),
+        ("storage\tSpeicher\nstorage\tAblage\n", "line 2 gives 'storage' a second target term"),
+    ],
+    ids=["one-column", "three-columns", "empty-term", "two-targets"],
+)
+def test_a_bad_term_base_line_is_a_clear_error_naming_the_line(tmp_path, content, message):
+    path = tmp_path / "terms.tsv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        Glossary.from_file(path)
+
+
+def test_bad_entries_and_formats_are_clear_errors():
+    with pytest.raises(ValueError, match="empty source term"):
+        Glossary({"": "x"})
+    with pytest.raises(ValueError, match="second target term.*ignore_case=True matches both"):
+        Glossary({"Storage": "Speicher", "storage": "Ablage"}, ignore_case=True)
+    with pytest.raises(TypeError, match="target term must be a string"):
+        Glossary({"storage": 3})
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        Glossary.from_file("no-such-terms.tsv")
+    for bad in ("{source}", "{target} {target}", "{target} {lang}", "{target"):
+        with pytest.raises(ValueError, match="glossary_annotation"):
+            check_annotation(bad)
+
+
+def test_the_annotation_records_where_targets_and_its_own_text_stand():
+    text = "Free storage now"
+    matches = Glossary({"storage": "Speicher"}).find(text)
+    annotated, targets, added, sources = annotate(text, matches, DEFAULT_GLOSSARY_ANNOTATION)
+    assert annotated == "Free storage [ Speicher ] now"
+    assert [annotated[a:b] for a, b in targets] == ["Speicher"]
+    assert [annotated[a:b] for a, b in added] == [" [ Speicher ]"]
+    assert [annotated[a:b] for a, b in sources] == ["storage"]
+    annotated, targets, added, sources = annotate(text, matches, "{target}")  # replace: the source term goes
+    assert (annotated, sources) == ("Free Speicher now", [])
+
+
+# --------------------------------------------------------------------------------- processor, model, pipeline
+@pytest.fixture(scope="module")
+def bpe_tokenizer():
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
+
+    return train_shared_tokenizer(corpus_texts("train", limit=1500), "bpe", vocab_size=700)
+
+
+def test_inputs_no_entry_applies_to_decode_exactly_as_without_a_glossary(bpe_tokenizer):
+    model = oracle_copy_model(bpe_tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, bpe_tokenizer)
+    texts = ["Free up storage now", "Open the settings", "Nothing to translate here"]
+    plain = processor(texts, return_tensors="pt", padding=True)
+    glossed = processor(texts, glossary={"storage": "Speicher"}, return_tensors="pt", padding=True)
+    assert [len(entry["spans"]) for entry in glossed["protected_spans"]] == [1, 0, 0]
+    torch.manual_seed(0)
+    without = processor.batch_decode(model.generate(**plain, max_new_tokens=12, num_beams=2), plain)
+    torch.manual_seed(0)
+    with_terms = processor.batch_decode(model.generate(**glossed, max_new_tokens=12, num_beams=2), glossed)
+    assert with_terms[1:] == without[1:]
+    assert "Speicher" in with_terms[0] and "Speicher" not in without[0]
+
+
+def test_the_glossary_call_checks_modes_lists_and_conflicts(bpe_tokenizer):
+    model = oracle_copy_model(bpe_tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, bpe_tokenizer)
+    with pytest.raises(ValueError, match="has no glossary_annotation"):
+        processor(["Free storage"], glossary={"storage": "Speicher"}, glossary_mode="hint")
+    with pytest.raises(ValueError, match="glossary_mode='strict' is not one of"):
+        processor(["Free storage"], glossary={"storage": "Speicher"}, glossary_mode="strict")
+    with pytest.raises(ValueError, match="list of 1 term base.* for 2 input"):
+        processor(["a", "b"], glossary=[{"storage": "Speicher"}])
+    with pytest.raises(ValueError, match="overlaps the glossary's source term 'storage space'"):
+        processor(["Free storage space"], glossary={"storage space": "Speicherplatz"}, protect=["space"])
+    per_input = processor(["Free storage", "Free storage"], glossary=[{"storage": "Speicher"}, None])
+    assert [[s["text"] for s in e["spans"]] for e in per_input["protected_spans"]] == [["Speicher"], []]
+    hinted = PointerGeneratorProcessor(bpe_tokenizer, model.config.vocab_size, glossary_annotation="{source} ({target})")
+    batch = hinted(["Free storage"], glossary={"storage": "Speicher"}, glossary_mode="hint")
+    assert bpe_tokenizer.decode(batch["input_ids"][0], skip_special_tokens=True) == "Free storage (Speicher)"
+    assert "protected_spans" not in batch  # a hint forces nothing
+
+
+def test_the_annotation_is_saved_with_the_model_and_read_back_by_the_processor_and_pipeline(bpe_tokenizer, tmp_path):
+    from transformers import pipeline
+
+    model = oracle_copy_model(bpe_tokenizer)
+    model.config.glossary_annotation = DEFAULT_GLOSSARY_ANNOTATION
+    model.save_pretrained(tmp_path)
+    bpe_tokenizer.save_pretrained(tmp_path)
+    assert PointerGeneratorProcessor.from_pretrained(tmp_path).glossary_annotation == DEFAULT_GLOSSARY_ANNOTATION
+    pipe = pipeline("translation", model=str(tmp_path))
+    records = pipe("Free storage now", glossary={"storage": "Speicher"}, return_copy_info=True, max_new_tokens=12)
+    assert records[0]["source"] == "Free storage [ Speicher ] now"  # what the model read
+    assert "Speicher" in records[0]["translation_text"]
+
+
+def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_it_cannot_spell(bpe_tokenizer):
+    from transformers import BartConfig, BartForConditionalGeneration, pipeline
+
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
+
+    def plain(tokenizer):
+        torch.manual_seed(0)
+        return BartForConditionalGeneration(BartConfig(
+            vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
+            pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+            decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
+        )).eval()
+
+    pipe = pipeline("translation", model=plain(bpe_tokenizer), tokenizer=bpe_tokenizer)
+    outputs = pipe(["Free storage and storage", "Open it"], glossary={"storage": "Speicher"}, max_new_tokens=16)
+    assert outputs[0]["translation_text"].count("Speicher") == 2
+    assert "Speicher" not in outputs[1]["translation_text"]
+    with pytest.raises(ValueError, match="has no glossary_annotation"):
+        pipe("Free storage", glossary={"storage": "Speicher"}, glossary_mode="hint")
+
+    words = train_shared_tokenizer(corpus_texts("train", limit=800), "wordlevel", vocab_size=300)
+    pipe = pipeline("translation", model=plain(words), tokenizer=words)
+    with pytest.warns(UserWarning, match="Glossary term 'Zyxwvut' of source 0 cannot be spelled.*no copy head"):
+        pipe("Open the file", glossary={"file": "Zyxwvut"}, max_new_tokens=8)
+
+
+# ------------------------------------------------------------------------------------------------------ oracles
+FAMILIES = ("wordlevel", "unigram", "wordpiece", "bpe")
+SETTINGS = [{}, {"num_beams": 3}, {"do_sample": True, "num_return_sequences": 2}]
+SETTING_IDS = ["greedy", "beam3", "sample-2returns"]
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family_tokenizer(request):
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
+
+    return request.param, train_shared_tokenizer(
+        corpus_texts("train", limit=1500), request.param, vocab_size=400 if request.param == "wordlevel" else 700
+    )
+
+
+def _random_glossaries(rng: random.Random, sources: list[str], german: list[str]) -> list[dict[str, str]]:
+    """Per source, 0-2 entries: a word or two words of it (source terms) -> German words it does not hold."""
+    glossaries = []
+    for source in sources:
+        words = [w for w in source.split() if w.isalpha()]
+        entries = {}
+        for _ in range(rng.randint(0, 2)):
+            if not words:
+                break
+            start = rng.randrange(len(words))
+            term = " ".join(words[start : start + rng.choice([1, 1, 2])])
+            target = " ".join(rng.sample(german, rng.choice([1, 1, 2])))
+            if target.lower() not in source.lower() and term not in entries:
+                entries[term] = target
+        glossaries.append(entries)
+    return glossaries
+
+
+def _oracle_decode(model, processor, batch, targets, settings, seed=0):
+    torch.manual_seed(seed)
+    oracle = CopyTheSource(targets, model.config.eos_token_id, seed=seed)
+    room = max(len(t) for t in targets) + 24  # the whole target, and the terms the rules may add
+    ids = model.generate(**batch, logits_processor=LogitsProcessorList([oracle]), max_new_tokens=room, **settings)
+    return processor.batch_decode(ids, batch), ids.shape[0] // batch["input_ids"].shape[0]
+
+
+def _german_words() -> list[str]:
+    from hf_pgen.corpus import load_en_de_messages
+
+    words = {w for record in load_en_de_messages("train") for w in record["translation"]["de"].split() if w.isalpha()
+             and len(w) >= 5}
+    return sorted(words)[:400]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("annotation", [None, DEFAULT_GLOSSARY_ANNOTATION], ids=["plain", "annotated"])
+@pytest.mark.parametrize("settings", SETTINGS, ids=SETTING_IDS)
+def test_a_perfect_translation_comes_out_unchanged(family_tokenizer, settings, annotation):
+    """The oracle writes the reference (the source with each source term replaced by its target term): it already
+    holds every term as often as the glossary asks, so the guarantee must change nothing."""
+    family, tokenizer = family_tokenizer
+    model = oracle_copy_model(tokenizer)
+    processor = PointerGeneratorProcessor(tokenizer, model.config.vocab_size, glossary_annotation=annotation)
+    rng, german = random.Random(7), _german_words()
+    base = corpus_texts("test", limit=300)
+    for _ in range(3):
+        sources = rng.sample(base, 3)
+        glossaries = _random_glossaries(rng, sources, german)
+        references = []
+        for source, glossary in zip(sources, glossaries):
+            matches = Glossary(glossary).find(source)
+            references.append(annotate(source, matches, "{target}")[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # terms a word-level vocabulary cannot spell (named in a warning)
+            batch = processor(sources, text_target=references, glossary=glossaries, return_tensors="pt", padding=True)
+        labels = batch.pop("labels")
+        targets = [[t for t in row.tolist() if t != -100][:-1] for row in labels]  # without the final EOS
+        plain = {k: v for k, v in batch.items() if k != "protected_spans"}
+        expected, _ = _oracle_decode(model, processor, plain, targets, settings)
+        got, _ = _oracle_decode(model, processor, batch, targets, settings)
+        assert got == expected, (family, sources, glossaries)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", SETTINGS, ids=SETTING_IDS)
+def test_a_model_that_ignores_the_terms_still_puts_each_out_as_often_as_its_source_term(family_tokenizer, settings):
+    """The oracle copies the source and never writes a term: every output must still hold each target term exactly
+    as often as its source term occurs; outputs of sources no entry applies to stay the copy."""
+    family, tokenizer = family_tokenizer
+    model = oracle_copy_model(tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    # terms the vocabulary can spell (without the annotation nothing else can: the others are warned about)
+    german = [w for w in _german_words() if tokenizer.unk_token_id not in tokenizer(" " + w)["input_ids"]]
+    if len(german) < 20:  # a small word-level vocabulary holds few German words: its own words serve as targets
+        german = sorted(w.lstrip("▁") for w in tokenizer.get_vocab() if w.lstrip("▁").isalpha() and len(w) >= 6)
+    rng, base = random.Random(11), corpus_texts("test", limit=300)
+    for _ in range(4):
+        sources = rng.sample(base, 3)
+        glossaries = _random_glossaries(rng, sources, german)
+        batch = processor(sources, glossary=glossaries, return_tensors="pt", padding=True)
+        targets = [ids[mask.bool()].tolist() for ids, mask in zip(batch["extended_input_ids"], batch["attention_mask"])]
+        plain = {k: v for k, v in batch.items() if k != "protected_spans"}
+        copies, per = _oracle_decode(model, processor, plain, targets, settings)
+        outputs, _ = _oracle_decode(model, processor, batch, targets, settings)
+        for row, output in enumerate(outputs):
+            source, glossary = sources[row // per], glossaries[row // per]
+            matches = Glossary(glossary).find(source)
+            if not matches:
+                assert output == copies[row], (family, source)
+            for target in {m.target for m in matches}:
+                expected = sum(m.target == target for m in matches)
+                assert output.count(target) == expected, (family, source, glossary, output)
