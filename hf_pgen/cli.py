@@ -5,6 +5,7 @@ hf-pgen translate my-model "Delete %(name)s from Nakamura-Øresund?" "Open Zyxwv
 hf-pgen translate my-model < messages.txt > messages.de.txt                         # stdin, line by line
 hf-pgen translate my-model --num-beams 4 --protect placeholders --json < messages.txt > records.jsonl
 hf-pgen translate my-model --explain copies.html "Open Zyxwvut"                     # and a page to look at
+hf-pgen translate my-model --glossary terms.tsv < messages.txt                      # a term base's terms placed
 ```
 
 Output: one line per input, in order (a newline inside an output is written as the two characters `\\n`, so output
@@ -112,6 +113,18 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     translate.add_argument("--explain", metavar="FILE.html",
                            help="also write a standalone HTML page that shows what each output copied")
     translate.add_argument("--protect", action="append", metavar="SPEC", help=_PROTECT_HELP)
+    translate.add_argument(
+        "--glossary", metavar="FILE",
+        help="a term base, two columns per line (source term, target term; TSV, or CSV for .csv files): where a "
+             "source term occurs as whole words, its target term is placed in the output",
+    )
+    translate.add_argument(
+        "--glossary-mode", choices=("guarantee", "hint"), default="guarantee",
+        help="guarantee (default): each term comes out as often as its source term occurs; hint: the terms are only "
+             "written into the source, for a model trained to read them (run_translation --glossary_augmentation)",
+    )
+    translate.add_argument("--glossary-ignore-case", action="store_true",
+                           help="match source terms in any case (Storage, STORAGE)")
     translate.add_argument("--device", default="cpu",
                            help='where the model runs: "cpu" (default), "cuda", "cuda:1", "mps"')
     translate.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -153,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
     protect = _parse_protect(args.protect)
+    glossary = _load_glossary(args)
     device = _check_device(args.device)
     if args.explain:
         _check_writable(args.explain)
@@ -169,6 +183,12 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
     # Libraries that print go to stderr: stdout carries translations only.
     with contextlib.redirect_stdout(sys.stderr):
         translator = _load(args.model, device)
+        if glossary is not None and args.glossary_mode == "hint" and translator._processor.glossary_annotation is None:
+            raise _Error(
+                f"--glossary-mode hint writes the terms into the source for the model to read, but {args.model} was "
+                "not trained to read them (its config has no glossary_annotation): drop --glossary-mode (the "
+                "default, guarantee, places the terms), or train with run_translation --glossary_augmentation"
+            )
         call: dict[str, Any] = {}
         if args.num_beams is not None:
             call["num_beams"] = args.num_beams
@@ -179,6 +199,8 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
             translator.model.generation_config.max_length = None
         if protect is not None:
             call["protect"] = protect
+        if glossary is not None:
+            call.update(glossary=glossary, glossary_mode=args.glossary_mode)
         if copy_info:
             call["return_copy_info"] = True
 
@@ -255,6 +277,20 @@ def _stdin_lines() -> Iterator[str]:
         if number == 1:
             line = line.removeprefix("\ufeff")  # a byte order mark is not part of the first text
         yield line.removesuffix("\n").removesuffix("\r")
+
+
+def _load_glossary(args: argparse.Namespace) -> Any:
+    """--glossary FILE -> a Glossary, read before the model loads, so that a bad line fails at once."""
+    if args.glossary is None:
+        if args.glossary_mode != "guarantee" or args.glossary_ignore_case:
+            raise _Error("--glossary-mode and --glossary-ignore-case need --glossary FILE")
+        return None
+    from .glossary import Glossary
+
+    try:
+        return Glossary.from_file(args.glossary, ignore_case=args.glossary_ignore_case)
+    except (OSError, ValueError) as error:
+        raise _Error(f"--glossary: {_first_line(error)}") from None
 
 
 def _parse_protect(specs: list[str] | None) -> Any:

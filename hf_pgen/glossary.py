@@ -10,7 +10,8 @@ batch = processor(texts, glossary="terms.tsv", return_tensors="pt"); model.gener
 ```
 
 An entry *applies* where its source term occurs in the text as whole words (case-sensitive unless
-`ignore_case=True`; where two matches overlap, the longer wins, then the earlier). Two steps use the matches:
+`ignore_case=True`; where two matches overlap, the longer wins, then the earlier), outside placeholders (`date` in
+`%(date)s` is a name the code uses, not a word to translate). Two steps use the matches:
 
 - *Annotation* (models trained with it: `config.glossary_annotation`, set by `run_translation
   --glossary_augmentation`): each match is rewritten with the annotation format, `"{source} [ {target} ]"` by
@@ -24,7 +25,8 @@ An entry *applies* where its source term occurs in the text as whole words (case
 A model without the annotation (a plain base, a copy model not trained with it) reads the source unchanged and the
 term is spelled from the vocabulary; a term the vocabulary cannot spell is named in a warning.
 
-This file is saved next to the model as remote code: it imports only the standard library.
+This file is saved next to the model as remote code: it imports only the standard library and its hf_pgen
+siblings (relative imports).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from .placeholders import placeholder_spans
 
 __all__ = ["Glossary", "GlossaryMatch", "DEFAULT_GLOSSARY_ANNOTATION", "GLOSSARY_MODES", "annotate", "apply_glossaries"]
 
@@ -280,6 +284,9 @@ def apply_glossaries(
         glossary = glossaries[index] if isinstance(glossaries, (list, tuple)) else glossaries
         matches = [GlossaryMatch(m.start + skip, m.end + skip, m.source, m.target)
                    for m in glossary.find(text[skip:])] if glossary is not None else []
+        if matches:  # a word inside a placeholder is the code's, not the text's
+            code = [(a + skip, b + skip) for a, b in placeholder_spans(text[skip:])]
+            matches = [m for m in matches if not any(m.start < b and a < m.end for a, b in code)]
         if not matches:
             out_texts.append(text)
             terms.append(None)

@@ -102,6 +102,11 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             strings. Each example's source text (the dataset column `source_column`, after `source_prefix`, truncated
             to `max_source_length` tokens as the inputs were) is encoded with the protection and its spans go to
             `generate()`; a plain base gets the same guarantee through the logits processor.
+        glossary: a term base for generated predictions, as in `PointerGeneratorProcessor(..., glossary=...)` (a dict,
+            a `hf_pgen.Glossary` or a TSV/CSV path; one for every example): with `glossary_mode="guarantee"` (the
+            default) each example's applied target terms go to `generate()` like protected spans. A model with a
+            `glossary_annotation` must get evaluation inputs encoded with the annotation (the processor with the
+            same `glossary`, as `run_translation --glossary` does): every row is checked against its re-encoding.
 
     Differences from the stock trainer, for a model with a copy head (`hf_pgen.is_pointer_generator(model)`):
 
@@ -129,6 +134,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         oov_spacing_column: str = "oov_spacing",
         example_columns: Sequence[str] = (),
         protect: Any = None,
+        glossary: Any = None,
+        glossary_mode: str = "guarantee",
         source_column: str = "source",
         source_prefix: str = "",
         max_source_length: int | None = None,
@@ -149,6 +156,16 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             if protect == "oov" and not is_pointer_generator(self.model):
                 raise ValueError('protect="oov" needs a copying model: out-of-vocabulary words can only be copied.')
         self.protect = protect
+        if glossary is not None:
+            from .glossary import GLOSSARY_MODES, glossaries_for
+
+            if glossary_mode not in GLOSSARY_MODES:
+                raise ValueError(f"glossary_mode={glossary_mode!r} is not one of {GLOSSARY_MODES}.")
+            glossary = glossaries_for(glossary, None)  # a file is read (and checked) once, before any training
+            if isinstance(glossary, list):
+                raise TypeError("The Trainer's glossary is one term base for every example: a dict, a Glossary or a "
+                                "TSV/CSV path.")
+        self.glossary, self.glossary_mode = glossary, glossary_mode
         self._protection = dict(source_column=source_column, source_prefix=source_prefix,
                                 max_source_length=max_source_length)
         self._examples: _ExampleIndexDataset | None = None  # the dataset being evaluated (for protected spans)
@@ -217,7 +234,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         indices = inputs.pop(EXAMPLE_INDEX, None)  # (B,)
         copy_head = is_pointer_generator(self.model)
-        if self.protect is not None and self.args.predict_with_generate and not prediction_loss_only:
+        guarded = self.protect is not None or self.glossary is not None
+        if guarded and self.args.predict_with_generate and not prediction_loss_only:
             # The stock step only reads its own generation settings when it gets no keyword at all: merge them.
             gen_kwargs = {**getattr(self, "_gen_kwargs", {}), **gen_kwargs}
             gen_kwargs.update(self._protection_kwargs(inputs, indices, gen_kwargs))
@@ -266,31 +284,41 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         texts = self._examples.column(column) if self._examples is not None and indices is not None else None
         if texts is None:
             raise ValueError(
-                f"protect={self.protect!r} needs each evaluation example's source text: keep the column {column!r} "
+                f"{self._guard_name()} needs each evaluation example's source text: keep the column {column!r} "
                 "in the evaluation dataset (or name yours with source_column=...)."
             )
         model = _unwrap(self.model)
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         processor = self.__dict__.get("_protection_processor")
         if processor is None:  # one per trainer: it caches what it learns about the vocabulary
-            processor = self._protection_processor = PointerGeneratorProcessor(tokenizer, model.config.vocab_size)
+            processor = self._protection_processor = PointerGeneratorProcessor(
+                tokenizer, model.config.vocab_size, glossary_annotation=getattr(model.config, "glossary_annotation", None)
+            )
         # The prefix is read by the model, never protected: only the column's own text is searched.
         batch = processor([texts[i] for i in indices.tolist()], max_length=self._protection["max_source_length"],
-                          truncation=True, protect=self.protect, source_prefix=self._protection["source_prefix"])
+                          truncation=True, protect=self.protect, source_prefix=self._protection["source_prefix"],
+                          glossary=self.glossary, glossary_mode=self.glossary_mode)
         for row, (ids, mask) in enumerate(zip(inputs["input_ids"], inputs["attention_mask"])):
             if batch["input_ids"][row] != ids[mask.bool()].tolist():  # every row: any may be the one cut shorter
                 raise ValueError(
-                    f"protect: the text of column {column!r} for example {int(indices[row])} does not encode to the "
+                    f"{self._guard_name()}: the text of column {column!r} for example {int(indices[row])} does not "
+                    "encode to the "
                     f"batch's input_ids (with source_prefix={self._protection['source_prefix']!r} and "
                     f"max_source_length={self._protection['max_source_length']}): pass the prefix and length the "
-                    "dataset was encoded with."
+                    "dataset was encoded with (and, for a model with a glossary_annotation, encode it with the "
+                    "same glossary)."
                 )
-        spans = batch[PROTECTED_SPANS_KEY]
+        spans = batch.get(PROTECTED_SPANS_KEY)
+        if spans is None:  # a glossary hint: the annotation is in the inputs already, nothing is forced
+            return {}
         if is_pointer_generator(model):
             return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
         return {"logits_processor": _protection_processors(spans, model.generation_config, gen_kwargs,
                                                            width=model.config.vocab_size,
                                                            batch_size=inputs["input_ids"].shape[0])}
+
+    def _guard_name(self) -> str:
+        return f"protect={self.protect!r}" if self.protect is not None else "glossary"
 
     def _rows_in_dataset_order(self, predictions) -> np.ndarray | None:
         """Rows that put the gathered predictions in dataset order, each example once (DDP pads with duplicates)."""

@@ -279,6 +279,25 @@ def test_option_errors(folders, capsys, options, message):
     assert message in _error(capsys, [copier, "Open the file", *options])
 
 
+def test_a_glossary_file_places_its_terms_and_its_errors_name_the_line(folders, tmp_path, capsys):
+    copier, _ = folders
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("file\tDelete\n", encoding="utf-8")  # a target the tiny word-level vocabulary can spell
+    assert main(["translate", str(copier), "Open the file", "Open it", "--glossary", str(terms),
+                 "--max-new-tokens", "12"]) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.count("Delete") == 1 and "Delete" not in second
+    terms.write_text("file\tDatei\nfolder\n", encoding="utf-8")
+    message = _error(capsys, [copier, "Open the file", "--glossary", terms])
+    assert "--glossary: Glossary" in message and "line 2 has 1 column" in message
+    message = _error(capsys, [copier, "Open", "--glossary", tmp_path / "missing.tsv"])
+    assert "--glossary" in message and "does not exist" in message
+    terms.write_text("file\tDatei\n", encoding="utf-8")
+    message = _error(capsys, [copier, "Open", "--glossary", terms, "--glossary-mode", "hint"])
+    assert "not trained to read them" in message
+    assert "need --glossary FILE" in _error(capsys, [copier, "Open", "--glossary-mode", "hint"])
+
+
 def test_explain_needs_a_writable_place(folders, tmp_path, capsys):
     copier, _ = folders
     message = _error(capsys, [copier, "Open", "--explain", tmp_path / "no" / "such" / "page.html"])

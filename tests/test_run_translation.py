@@ -701,3 +701,40 @@ def test_oov_copy_limit_is_saved_for_later_runs_and_means_nothing_without_copyin
 
 
 pytestmark = pytest.mark.slow  # left out by `make test-fast`
+
+
+def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_terms(tmp_path):
+    """--glossary_augmentation annotates dictionary terms in training sources and saves the annotation with the
+    model; --glossary then places each test source's terms in its prediction, as often as the source term occurs."""
+    from transformers import AutoConfig
+
+    from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION, Glossary, apply_glossaries
+
+    dictionary = tmp_path / "dictionary.tsv"  # FreeDict eng-deu entries (the format test: the real one is 464k)
+    dictionary.write_text("German\tDeutsch\nFrench\tFranzösisch\nadded\thinzugefügt\nversion\tVersion\n"
+                          "table\tTabelle\ndate\tDatum\nticket\tTicket\n"
+                          "milestone\tMeilenstein\nreport\tBericht\ndeleted\tgelöscht\n", encoding="utf-8")
+    model_dir = tmp_path / "glossed"
+    results = run_translation.main(tiny_args(model_dir, "--glossary_augmentation", "--glossary_dictionary",
+                                             str(dictionary)))
+    assert results["train_glossary_annotated"] > 0
+    assert AutoConfig.from_pretrained(model_dir).glossary_annotation == DEFAULT_GLOSSARY_ANNOTATION
+    out = tmp_path / "predicted"
+    run_translation.main(predict_args(model_dir, out, "--glossary", str(dictionary), "--max_target_length", "32",
+                                      "--max_source_length", "40"))
+    sources = [pair["en"] for pair in load_en_de_messages("test")["translation"][:8]]
+    predictions = (out / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
+    glossary, placed = Glossary.from_file(dictionary), 0
+    for source, prediction in zip(sources, predictions):
+        terms = apply_glossaries([source], glossary, None)[1][0]
+        for target in {t for t, _, _ in (terms or {"targets": []})["targets"]}:
+            expected = sum(t == target for t, _, _ in terms["targets"])
+            assert len(re.findall(r"(?<!\w)" + re.escape(target) + r"(?!\w)", prediction)) == expected, (
+                source, prediction)
+            placed += 1
+    assert placed >= 3
+    with pytest.raises(ValueError, match="needs --do_train and the copy mechanism"):
+        run_translation.main(tiny_args(tmp_path / "x", "--no_copy_mechanism", "--glossary_augmentation"))
+    with pytest.raises(ValueError, match="line 1 has 1 column"):
+        (tmp_path / "bad.tsv").write_text("table\n", encoding="utf-8")
+        run_translation.main(predict_args(model_dir, tmp_path / "y", "--glossary", str(tmp_path / "bad.tsv")))

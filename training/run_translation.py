@@ -54,6 +54,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from hf_pgen import PointerGeneratorConfig
 from hf_pgen.data_collator import DataCollatorForPointerGenerator
+from hf_pgen.glossary import apply_glossaries
 from hf_pgen.tokenization_pointer_generator import encode_with_oovs
 from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 from hf_pgen.trainer_pointer_generator import PointerGeneratorSeq2SeqTrainer, build_compute_metrics
@@ -257,6 +258,29 @@ class DataTrainingArguments:
                           "'placeholders', 'oov' (copying models) or a regular expression. Every protected span of a "
                           "source comes out exactly as often as the source holds it."},
     )
+    glossary: str | None = field(
+        default=None,
+        metadata={"help": "A term base for generated evaluation/test outputs (--predict_with_generate): two columns "
+                          "per line, source term and target term (TSV, or CSV for a .csv file). Where a source term "
+                          "occurs as whole words, its target term comes out as often as it occurs (--glossary_mode "
+                          "guarantee), or is only written into the source for a model trained with "
+                          "--glossary_augmentation (hint)."},
+    )
+    glossary_mode: str = field(
+        default="guarantee", metadata={"help": "guarantee (the terms are placed) or hint (annotation only)."}
+    )
+    glossary_augmentation: bool = field(
+        default=False,
+        metadata={"help": "Pointer-generator: write dictionary terms that a training pair supports (source term in "
+                          "the source, target term in the reference) into about half of the training sources, so "
+                          "that the model learns to copy annotated terms; saves the annotation format in the config "
+                          "(glossary_annotation), which the pipeline then applies (training/terminology.py)."},
+    )
+    glossary_dictionary: str = field(
+        default="/usr/share/dictd/freedict-eng-deu.dict.dz",
+        metadata={"help": "The bilingual dictionary --glossary_augmentation draws terms from: Debian's FreeDict "
+                          "(apt-get install dict-freedict-eng-deu) or a two-column TSV."},
+    )
     copy_records: int = field(
         default=0,
         metadata={"help": "With --do_predict: also translate the first N test sources through pipeline('translation') "
@@ -341,6 +365,19 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     if data_args.copy_records and not (training_args.do_predict and copy_args.copy_mechanism):
         raise ValueError("--copy_records writes what a pointer-generator copied in test outputs: it needs --do_predict "
                          "and the copy mechanism (drop --no_copy_mechanism).")
+    if data_args.glossary is not None and not training_args.predict_with_generate:
+        raise ValueError(f"--glossary {data_args.glossary} places terms in generated outputs: add "
+                         "--predict_with_generate (or drop --glossary).")
+    if data_args.glossary_mode not in ("guarantee", "hint"):
+        raise ValueError(f"--glossary_mode {data_args.glossary_mode}: use guarantee or hint.")
+    if data_args.glossary_augmentation and not (training_args.do_train and copy_args.copy_mechanism):
+        raise ValueError("--glossary_augmentation teaches a pointer-generator to copy annotated terms: it needs "
+                         "--do_train and the copy mechanism (drop --no_copy_mechanism).")
+    glossary = None
+    if data_args.glossary is not None:  # read (and checked) before any work
+        from hf_pgen.glossary import Glossary
+
+        glossary = Glossary.from_file(data_args.glossary)
     if data_args.protect is not None and not training_args.predict_with_generate:
         raise ValueError(f"--protect {data_args.protect} protects spans in generated outputs: add "
                          "--predict_with_generate (or drop --protect).")
@@ -407,8 +444,26 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         logger.info("Placeholder augmentation: %d extra training pairs (%d in all).", len(extra),
                     len(raw_splits["train"]))
 
+    if data_args.glossary_augmentation and "train" in raw_splits:  # after the tokenizer: it learns real text only
+        from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION
+        from training.terminology import TermIndex, augment_with_terms, load_dictionary
+
+        seed = training_args.data_seed if training_args.data_seed is not None else training_args.seed
+        train = raw_splits["train"]
+        sources, annotated = augment_with_terms(train["source"][:], train["target"][:],
+                                                TermIndex(load_dictionary(data_args.glossary_dictionary)),
+                                                DEFAULT_GLOSSARY_ANNOTATION, seed=seed)
+        raw_splits["train"] = train.remove_columns("source").add_column("source", sources)
+        data_stats["train"]["glossary_annotated"] = annotated
+        logger.info("Glossary augmentation: dictionary terms annotated in %d of %d training sources.", annotated,
+                    len(sources))
+
     model = build_model(model_args, data_args, tokenizer, trained_tokenizer,
                         copy_settings(copy_args) if copy else None)
+    if data_args.glossary_augmentation and getattr(model.config, "glossary_annotation", None) is None:
+        from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION
+
+        model.config.glossary_annotation = DEFAULT_GLOSSARY_ANNOTATION  # saved: the pipeline applies the same one
     set_language_codes(tokenizer, model, data_args)
     check_lengths(model, data_args, training_args)
     vocab_size = model.config.vocab_size  # the output width; extended (copy-only) ids start here
@@ -423,9 +478,14 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     prefix = data_args.source_prefix or ""
     unk_id, pad_id = tokenizer.unk_token_id, tokenizer.pad_token_id
 
-    def preprocess(batch, max_target_length):
+    annotation = getattr(model.config, "glossary_annotation", None) if copy else None
+
+    def preprocess(batch, max_target_length, annotate):
+        sources = [prefix + s for s in batch["source"]]
+        if annotate:  # what the model reads with --glossary: the Trainer checks every row against it
+            sources = apply_glossaries(sources, glossary, annotation, skip=len(prefix))[0]
         encoded = encode_with_oovs(
-            tokenizer, [prefix + s for s in batch["source"]], batch["target"], vocab_size=vocab_size,
+            tokenizer, sources, batch["target"], vocab_size=vocab_size,
             max_length=data_args.max_source_length, max_target_length=max_target_length, truncation=True,
             padding=padding, return_num_truncated_tokens=True,
         )
@@ -462,7 +522,9 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         max_target_length = data_args.max_target_length if split == "train" else data_args.val_max_target_length
         with training_args.main_process_first(desc=f"{split} dataset map pre-processing"):
             dataset = raw_splits[split].map(
-                preprocess, fn_kwargs={"max_target_length": max_target_length}, batched=True,
+                preprocess, batched=True,
+                fn_kwargs={"max_target_length": max_target_length,
+                           "annotate": split != "train" and glossary is not None and annotation is not None},
                 num_proc=data_args.preprocessing_num_workers, load_from_cache_file=not data_args.overwrite_cache,
                 desc=f"Running tokenizer on {description} dataset",
             )  # keeps "source" / "target": compute_metrics reads them back by example index
@@ -509,7 +571,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         compute_metrics=build_compute_metrics(tokenizer, vocab_size=vocab_size, source_column="source",
                                               reference_column="target")
         if training_args.predict_with_generate else None,
-        protect=data_args.protect, source_column="source", source_prefix=prefix,
+        protect=data_args.protect, glossary=glossary, glossary_mode=data_args.glossary_mode,
+        source_column="source", source_prefix=prefix,
         max_source_length=data_args.max_source_length,
     )
 
@@ -534,7 +597,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             mean_tokens = float(np.mean(train_dataset["num_tokens"]))
             metrics["train_tokens_per_second"] = round(mean_tokens * samples_run / metrics["train_runtime"], 1)
         for key in ("skipped_empty_lines", "skipped_empty_text", "skipped_undecodable_lines",
-                    "skipped_malformed_lines", "truncated_sources", "truncated_targets", "augmented"):
+                    "skipped_malformed_lines", "truncated_sources", "truncated_targets", "augmented",
+                    "glossary_annotated"):
             metrics[f"train_{key}"] = int(data_stats["train"].get(key, 0))
         trainer.log_metrics("train", metrics)
         trainer.save_metrics("train", metrics)
