@@ -271,7 +271,7 @@ def test_recipe_runs_against_a_stand_in(name, stand_in, tmp_path, monkeypatch, c
 
 # The sections whose python blocks continue one another (a user pasting them in order), and the command line after.
 WALKTHROUGH = ("Wrap a pretrained model", "Fine-tune with the Trainer", "Save, share, serve",
-               "Guaranteed copies: `protect=`", "See what was copied")
+               "Guaranteed copies: `protect=`", "Glossaries: `glossary=`", "See what was copied")
 CLI_SECTION = "Command line"
 WALKTHROUGH_HUB_ID = "Helsinki-NLP/opus-mt-en-de"
 SAVED = "opus-mt-en-de-pg"  # the folder the save block writes and the command line reads
@@ -381,6 +381,18 @@ def test_protect_block_keeps_each_span_exactly_as_often_as_its_source(walkthroug
     for output in (translations[0], generated[0]):
         assert output.count("%(count)d") == 1 and output.count("{folder}") == 1, output
     assert literal[1]["translation_text"].count("Nakamura-Øresund") == 1, literal
+
+
+def test_glossary_block_places_each_term_as_often_as_its_source_term(walkthrough):
+    namespace, outputs, cwd, _ = walkthrough
+    texts, glossary = namespace["texts"], namespace["glossary"]
+    piped, generated = _printed(outputs["Glossaries: `glossary=`"])
+    assert (cwd / "terms.tsv").read_text(encoding="utf-8") == "files\tDateien\n"
+    for text, result, output in zip(texts, piped, generated):
+        for source, target in glossary.items():
+            expected = len(re.findall(r"(?<!\w)" + re.escape(source) + r"(?!\w)", text))
+            assert result["translation_text"].count(target) == expected, (text, result)
+            assert output.count(target) == expected, (text, output)
 
 
 def test_copy_records_block(walkthrough):
