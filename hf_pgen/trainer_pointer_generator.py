@@ -107,6 +107,9 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             default) each example's applied target terms go to `generate()` like protected spans. A model with a
             `glossary_annotation` must get evaluation inputs encoded with the annotation (the processor with the
             same `glossary`, as `run_translation --glossary` does): every row is checked against its re-encoding.
+        glossary_column: instead of `glossary`, a dataset column holding each example's own term base (a list of
+            `[source term, target term]` pairs, or a dict), as WMT gives terms per sentence. A dataset without the
+            column (a validation set, say) is decoded without terms.
 
     Differences from the stock trainer, for a model with a copy head (`hf_pgen.is_pointer_generator(model)`):
 
@@ -136,6 +139,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         protect: Any = None,
         glossary: Any = None,
         glossary_mode: str = "guarantee",
+        glossary_column: str | None = None,
         source_column: str = "source",
         source_prefix: str = "",
         max_source_length: int | None = None,
@@ -165,7 +169,12 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             if isinstance(glossary, list):
                 raise TypeError("The Trainer's glossary is one term base for every example: a dict, a Glossary or a "
                                 "TSV/CSV path.")
-        self.glossary, self.glossary_mode = glossary, glossary_mode
+        if glossary is not None and glossary_column is not None:
+            raise ValueError("Pass glossary (one term base for every example) or glossary_column (one per example), "
+                             "not both.")
+        if glossary_column is not None and glossary_mode not in ("guarantee", "hint"):
+            raise ValueError(f"glossary_mode={glossary_mode!r} is not one of ('guarantee', 'hint').")
+        self.glossary, self.glossary_mode, self.glossary_column = glossary, glossary_mode, glossary_column
         self._protection = dict(source_column=source_column, source_prefix=source_prefix,
                                 max_source_length=max_source_length)
         self._examples: _ExampleIndexDataset | None = None  # the dataset being evaluated (for protected spans)
@@ -234,7 +243,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         indices = inputs.pop(EXAMPLE_INDEX, None)  # (B,)
         copy_head = is_pointer_generator(self.model)
-        guarded = self.protect is not None or self.glossary is not None
+        guarded = self.protect is not None or self.glossary is not None or self.glossary_column is not None
         if guarded and self.args.predict_with_generate and not prediction_loss_only:
             # The stock step only reads its own generation settings when it gets no keyword at all: merge them.
             gen_kwargs = {**getattr(self, "_gen_kwargs", {}), **gen_kwargs}
@@ -287,6 +296,14 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                 f"{self._guard_name()} needs each evaluation example's source text: keep the column {column!r} "
                 "in the evaluation dataset (or name yours with source_column=...)."
             )
+        glossary = self.glossary
+        if self.glossary_column is not None:
+            pairs = self._examples.column(self.glossary_column) if self._examples is not None else None
+            if pairs is None and self.protect is None:
+                return {}  # this dataset has no terms: decoded as it is
+            glossary = None if pairs is None else [
+                dict(pairs[i]) if isinstance(pairs[i], dict) else {s: t for s, t in pairs[i]} for i in indices.tolist()
+            ]
         model = _unwrap(self.model)
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         processor = self.__dict__.get("_protection_processor")
@@ -297,7 +314,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         # The prefix is read by the model, never protected: only the column's own text is searched.
         batch = processor([texts[i] for i in indices.tolist()], max_length=self._protection["max_source_length"],
                           truncation=True, protect=self.protect, source_prefix=self._protection["source_prefix"],
-                          glossary=self.glossary, glossary_mode=self.glossary_mode)
+                          glossary=glossary, glossary_mode=self.glossary_mode)
         for row, (ids, mask) in enumerate(zip(inputs["input_ids"], inputs["attention_mask"])):
             if batch["input_ids"][row] != ids[mask.bool()].tolist():  # every row: any may be the one cut shorter
                 raise ValueError(

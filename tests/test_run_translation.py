@@ -733,6 +733,19 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
                 source, prediction)
             placed += 1
     assert placed >= 3
+    # one term base per test pair (WMT's way), from a JSONL file: line i for test pair i
+    per_pair = tmp_path / "terms.jsonl"
+    per_pair.write_text("\n".join(json.dumps({"version": "Fassung"} if "version" in s else {}) for s in sources)
+                        + "\n", encoding="utf-8")
+    out = tmp_path / "per-pair"
+    run_translation.main(predict_args(model_dir, out, "--glossary", str(per_pair), "--max_target_length", "32",
+                                      "--max_source_length", "40"))
+    predictions = (out / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
+    assert [p.count("Fassung") for p in predictions] == [len(re.findall(r"\bversion\b", s)) for s in sources]
+    assert any("version" in s for s in sources)
+    per_pair.write_text("{}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="has 1 lines for 8 test pairs"):
+        run_translation.main(predict_args(model_dir, tmp_path / "z", "--glossary", str(per_pair)))
     with pytest.raises(ValueError, match="needs --do_train and the copy mechanism"):
         run_translation.main(tiny_args(tmp_path / "x", "--no_copy_mechanism", "--glossary_augmentation"))
     with pytest.raises(ValueError, match="line 1 has 1 column"):

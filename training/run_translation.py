@@ -54,7 +54,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from hf_pgen import PointerGeneratorConfig
 from hf_pgen.data_collator import DataCollatorForPointerGenerator
-from hf_pgen.glossary import apply_glossaries
+from hf_pgen.glossary import Glossary, apply_glossaries
 from hf_pgen.tokenization_pointer_generator import encode_with_oovs
 from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 from hf_pgen.trainer_pointer_generator import PointerGeneratorSeq2SeqTrainer, build_compute_metrics
@@ -264,7 +264,9 @@ class DataTrainingArguments:
                           "per line, source term and target term (TSV, or CSV for a .csv file). Where a source term "
                           "occurs as whole words, its target term comes out as often as it occurs (--glossary_mode "
                           "guarantee), or is only written into the source for a model trained with "
-                          "--glossary_augmentation (hint)."},
+                          "--glossary_augmentation (hint). A .jsonl file gives the test split one term base per "
+                          "example instead (line i: a JSON object of source term -> target term for test pair i), as "
+                          "WMT gives terms per sentence."},
     )
     glossary_mode: str = field(
         default="guarantee", metadata={"help": "guarantee (the terms are placed) or hint (annotation only)."}
@@ -373,11 +375,14 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     if data_args.glossary_augmentation and not (training_args.do_train and copy_args.copy_mechanism):
         raise ValueError("--glossary_augmentation teaches a pointer-generator to copy annotated terms: it needs "
                          "--do_train and the copy mechanism (drop --no_copy_mechanism).")
-    glossary = None
+    glossary, per_example_terms = None, None
     if data_args.glossary is not None:  # read (and checked) before any work
-        from hf_pgen.glossary import Glossary
-
-        glossary = Glossary.from_file(data_args.glossary)
+        if data_args.glossary.endswith(".jsonl"):
+            per_example_terms = read_term_lines(data_args.glossary)
+            if not training_args.do_predict:
+                raise ValueError(f"--glossary {data_args.glossary} holds a term base per test pair: add --do_predict.")
+        else:
+            glossary = Glossary.from_file(data_args.glossary)
     if data_args.protect is not None and not training_args.predict_with_generate:
         raise ValueError(f"--protect {data_args.protect} protects spans in generated outputs: add "
                          "--predict_with_generate (or drop --protect).")
@@ -403,6 +408,14 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     for split, limit in limits.items():
         if split in raw_splits and limit is not None:
             raw_splits[split] = raw_splits[split].select(range(min(limit, len(raw_splits[split]))))
+
+    if per_example_terms is not None:
+        test = raw_splits["test"]
+        if len(per_example_terms) < len(test):
+            raise ValueError(f"--glossary {data_args.glossary} has {len(per_example_terms)} lines for {len(test)} test "
+                             "pairs: one line (a JSON object, {} for none) per test pair, in order.")
+        raw_splits["test"] = test.add_column(
+            "glossary", [[[s, t] for s, t in terms.items()] for terms in per_example_terms[: len(test)]])
 
     # -- tokenizer (a resumed run reuses the checkpoint's, so ids keep their meaning) --
     trained_tokenizer = model_args.train_tokenizer
@@ -483,7 +496,10 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     def preprocess(batch, max_target_length, annotate):
         sources = [prefix + s for s in batch["source"]]
         if annotate:  # what the model reads with --glossary: the Trainer checks every row against it
-            sources = apply_glossaries(sources, glossary, annotation, skip=len(prefix))[0]
+            terms = glossary
+            if "glossary" in batch:  # one term base per example
+                terms = [Glossary([tuple(pair) for pair in pairs]) for pairs in batch["glossary"]]
+            sources = apply_glossaries(sources, terms, annotation, skip=len(prefix))[0]
         encoded = encode_with_oovs(
             tokenizer, sources, batch["target"], vocab_size=vocab_size,
             max_length=data_args.max_source_length, max_target_length=max_target_length, truncation=True,
@@ -524,7 +540,9 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             dataset = raw_splits[split].map(
                 preprocess, batched=True,
                 fn_kwargs={"max_target_length": max_target_length,
-                           "annotate": split != "train" and glossary is not None and annotation is not None},
+                           "annotate": annotation is not None and (
+                               (split != "train" and glossary is not None)
+                               or (split == "test" and per_example_terms is not None))},
                 num_proc=data_args.preprocessing_num_workers, load_from_cache_file=not data_args.overwrite_cache,
                 desc=f"Running tokenizer on {description} dataset",
             )  # keeps "source" / "target": compute_metrics reads them back by example index
@@ -572,6 +590,7 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
                                               reference_column="target")
         if training_args.predict_with_generate else None,
         protect=data_args.protect, glossary=glossary, glossary_mode=data_args.glossary_mode,
+        glossary_column="glossary" if per_example_terms is not None else None,
         source_column="source", source_prefix=prefix,
         max_source_length=data_args.max_source_length,
     )
@@ -667,6 +686,23 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
 
     results["settings"] = settings
     return results
+
+
+def read_term_lines(path: str) -> list[dict[str, str]]:
+    """A term base per example: line i of the JSONL file, a JSON object of source term -> target term."""
+    terms = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"--glossary {path}, line {number} is not JSON: {error}.") from None
+            if not isinstance(entry, dict) or not all(isinstance(k, str) and isinstance(v, str) and k.strip()
+                                                      and v.strip() for k, v in entry.items()):
+                raise ValueError(f"--glossary {path}, line {number} must be a JSON object of non-empty source term -> "
+                                 f"target term strings, got {line.strip()[:80]!r}.")
+            terms.append(entry)
+    return terms
 
 
 def _leave_process_group() -> None:
