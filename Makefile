@@ -5,7 +5,7 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main test test-fast quality benchmark browser clean model_card.md
+.PHONY: setup main test test-fast quality benchmark browser dictionary clean model_card.md
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
@@ -26,8 +26,13 @@ $(VENV_523)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-main: setup
+main: setup dictionary
 	$(VENV)/bin/python -m training.main
+
+# The main job's term rows draw terms from Debian's FreeDict English-German dictionary (GPL-3+), read at run time.
+dictionary:
+	@test -f /usr/share/dictd/freedict-eng-deu.dict.dz || \
+	  ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q dict-freedict-eng-deu)
 
 # tests/test_visualize.py drives a real headless Chromium: Debian's packages (selenium comes with the dev extra).
 browser:

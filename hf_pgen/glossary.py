@@ -23,7 +23,9 @@ An entry *applies* where its source term occurs in the text as whole words (case
   still chooses where. With `glossary_mode="hint"` nothing is forced (annotation only; needs an annotated model).
 
 A model without the annotation (a plain base, a copy model not trained with it) reads the source unchanged and the
-term is spelled from the vocabulary; a term the vocabulary cannot spell is named in a warning.
+term is spelled from the vocabulary. A term the vocabulary cannot spell is written into the source of a copy model all
+the same (with `DEFAULT_GLOSSARY_ANNOTATION`: copying is then its only way out), and named in a warning for a plain
+base.
 
 This file is saved next to the model as remote code: it imports only the standard library and its hf_pgen
 siblings (relative imports).
@@ -36,7 +38,7 @@ import io
 import os
 import re
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .placeholders import placeholder_spans
@@ -273,12 +275,14 @@ def annotate(
 
 
 def apply_glossaries(
-    texts: Sequence[str], glossaries: Glossary | Sequence[Glossary | None] | None, annotation: str | None, skip: int = 0
+    texts: Sequence[str], glossaries: Glossary | Sequence[Glossary | None] | None, annotation: str | None, skip: int = 0,
+    unspellable: Callable[[str], bool] | None = None,
 ) -> tuple[list[str], list[dict[str, Any] | None]]:
     """Per text (searched from character `skip` on: a task prefix is not the user's), the annotated text (unchanged
     without `annotation`) and what the protected-spans engine needs to place its target terms: `{"targets":
     [(target, start, end)], "added": [...], "sources": [...]}` (see `_protected_spans_for_batch`), or None for a
-    text no entry applies to."""
+    text no entry applies to. Without `annotation`, the matches whose target `unspellable(target)` says the model
+    cannot spell are annotated with `DEFAULT_GLOSSARY_ANNOTATION` (a copy model copies them from there)."""
     out_texts, terms = [], []
     for index, text in enumerate(texts):
         glossary = glossaries[index] if isinstance(glossaries, (list, tuple)) else glossaries
@@ -291,6 +295,19 @@ def apply_glossaries(
             out_texts.append(text)
             terms.append(None)
             continue
+        if annotation is None and unspellable is not None and any(unspellable(m.target) for m in matches):
+            written = [m for m in matches if unspellable(m.target)]
+            annotated, targets, added, _ = annotate(text, written, DEFAULT_GLOSSARY_ANNOTATION)
+            spans, entries, sources, shift = dict(zip(written, targets)), [], [], 0
+            for m in matches:  # the others stay where they were, moved by the annotations before them
+                sources.append((m.start + shift, m.end + shift))
+                entries.append((m.target, *spans[m]) if m in spans else (m.target, None, None))
+                if m in spans:
+                    shift += len(DEFAULT_GLOSSARY_ANNOTATION.format(source=text[m.start : m.end], target=m.target)) - (
+                        m.end - m.start)
+            out_texts.append(annotated)
+            terms.append({"targets": entries, "added": added, "sources": sources})
+            continue
         if annotation is None:
             out_texts.append(text)
             terms.append({"targets": [(m.target, None, None) for m in matches], "added": [],
@@ -301,3 +318,4 @@ def apply_glossaries(
         terms.append({"targets": [(m.target, s, e) for m, (s, e) in zip(matches, targets)], "added": added,
                       "sources": sources})
     return out_texts, terms
+

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "PLACEHOLDER_PATTERN",
@@ -30,6 +30,7 @@ __all__ = [
     "placeholders_preserved",
     "placeholder_preservation",
     "oov_copy_rate",
+    "term_success_rate",
     "corpus_bleu",
     "corpus_chrf",
     "translation_metrics",
@@ -93,6 +94,26 @@ def oov_copy_rate(
                 copyable += 1
                 copied += word in prediction
     return copied / copyable if copyable else math.nan
+
+
+def term_success_rate(
+    sources: Sequence[str], predictions: Sequence[str], term_bases: Sequence[Mapping[str, str] | None]
+) -> float:
+    """The WMT terminology task's term success rate: over every (source term, target term) entry of an example's term
+    base whose source term occurs in its source, the share whose target term occurs in the prediction (lower-cased
+    substring, as WMT counts it). ``nan`` when no entry applies.
+
+    >>> term_success_rate(["Free storage"], ["Speicher freigeben"], [{"storage": "Speicher"}])
+    1.0
+    """
+    _check_lengths(sources=sources, predictions=predictions, term_bases=term_bases)
+    applied = found = 0
+    for source, prediction, terms in zip(sources, predictions, term_bases):
+        for source_term, target_term in (terms or {}).items():
+            if source_term.lower() in source.lower():
+                applied += 1
+                found += target_term.lower() in prediction.lower()
+    return found / applied if applied else math.nan
 
 
 def corpus_bleu(predictions: Sequence[str], references: Sequence[str], **kwargs) -> float:

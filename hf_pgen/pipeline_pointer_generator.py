@@ -146,6 +146,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         self._processor = PointerGeneratorProcessor(
             self.tokenizer, vocab_size=vocab_size,
             glossary_annotation=getattr(self.model.config, "glossary_annotation", None) if self._copies else None,
+            copies=self._copies,
         )
 
         # v4: the task's `task_specific_params` give the prefix and generation defaults (below the user's own).
@@ -336,8 +337,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if PROTECTED_SPANS_KEY in encoding:
             model_inputs[PROTECTED_SPANS_KEY] = encoding[PROTECTED_SPANS_KEY][0]  # a dict: batching makes a list
         if return_copy_info:  # a dict too
-            if glossary is not None and self._processor.glossary_annotation is not None:
-                text = self._processor._apply_glossary(text, glossary, "hint", glossary_ignore_case, 0)[0]
+            if glossary is not None:  # the record shows what the model read
+                text = self._processor.glossary_sources([str(text)], glossary, glossary_ignore_case)[0]
             model_inputs["copy_source"] = self._copy_source(str(text), prefix, encoding, PROTECTED_SPANS_KEY in encoding)
         return model_inputs
 

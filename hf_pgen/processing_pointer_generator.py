@@ -52,7 +52,12 @@ class PointerGeneratorProcessor:
             Extended (copy) ids start here.
         glossary_annotation (`str`, *optional*):
             The model's `config.glossary_annotation` (how a glossary's target terms are written into the source);
-            `from_pretrained` and `from_model` read it from the model. `None`: sources are not annotated.
+            `from_pretrained` and `from_model` read it from the model. `None`: sources are not annotated, except
+            with a term the vocabulary cannot spell (see `copies`).
+        copies (`bool`, defaults to `True`):
+            Whether the model has a copy head. The pipeline serves plain bases through this class too (`False`):
+            a glossary term their vocabulary cannot spell is then only warned about, where a copy model gets it
+            written into its source to copy.
 
     Example:
 
@@ -66,12 +71,14 @@ class PointerGeneratorProcessor:
     """
 
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, vocab_size: int, glossary_annotation: str | None = None
+        self, tokenizer: PreTrainedTokenizerBase, vocab_size: int, glossary_annotation: str | None = None,
+        copies: bool = True,
     ) -> None:
         _check_tokenizer(tokenizer)
         self.tokenizer = tokenizer
         self.vocab_size = _check_vocab_size(tokenizer, vocab_size)
         self.glossary_annotation = None if glossary_annotation is None else check_annotation(glossary_annotation)
+        self.copies = copies
 
     # ---------------------------------------------------------------------------------------------- construction
     @classmethod
@@ -185,6 +192,22 @@ class PointerGeneratorProcessor:
             batch, text, protect, self.tokenizer, self.vocab_size, cache, keep_offsets, skip, terms=terms
         )
 
+    def glossary_sources(
+        self, texts: list[str], glossary: Any, glossary_ignore_case: bool = False, source_prefix: str | None = None
+    ) -> list[str]:
+        """The sources as the model reads them with `glossary` (`source_prefix` before each, the annotation
+        written in): what to encode evaluation data with when a Trainer decodes it with the same glossary.
+
+        ```python
+        >>> processor.glossary_sources(["Free storage"], {"storage": "Speicher"})
+        ['Free storage [ Speicher ]']
+        ```
+        """
+        prefix = source_prefix or ""
+        sources, _ = self._apply_glossary([prefix + t for t in texts], glossary, "guarantee", glossary_ignore_case,
+                                          len(prefix))
+        return sources
+
     def _apply_glossary(
         self, text: str | list[str], glossary: Any, mode: str, ignore_case: bool, skip: int
     ) -> tuple[str | list[str], list[dict[str, Any] | None] | None]:
@@ -198,8 +221,18 @@ class PointerGeneratorProcessor:
                 "or train with run_translation --glossary_augmentation."
             )
         texts = [text] if isinstance(text, str) else list(text)
+        unspellable = None
+        if self.copies and self.glossary_annotation is None:
+            from .protection_pointer_generator import _SpanSpeller
+
+            cache = self.__dict__.setdefault("_protection_cache", {})
+            speller = cache.setdefault("speller", _SpanSpeller(self.tokenizer))
+
+            def unspellable(term: str) -> bool:
+                return not speller.alone(term)
+
         annotated, terms = apply_glossaries(
-            texts, glossaries_for(glossary, len(texts), ignore_case), self.glossary_annotation, skip
+            texts, glossaries_for(glossary, len(texts), ignore_case), self.glossary_annotation, skip, unspellable
         )
         return (annotated[0] if isinstance(text, str) else annotated), (terms if mode == "guarantee" else None)
 

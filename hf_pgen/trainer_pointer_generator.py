@@ -309,7 +309,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         processor = self.__dict__.get("_protection_processor")
         if processor is None:  # one per trainer: it caches what it learns about the vocabulary
             processor = self._protection_processor = PointerGeneratorProcessor(
-                tokenizer, model.config.vocab_size, glossary_annotation=getattr(model.config, "glossary_annotation", None)
+                tokenizer, model.config.vocab_size, glossary_annotation=getattr(model.config, "glossary_annotation", None),
+                copies=is_pointer_generator(model),
             )
         # The prefix is read by the model, never protected: only the column's own text is searched.
         batch = processor([texts[i] for i in indices.tolist()], max_length=self._protection["max_source_length"],

@@ -165,6 +165,22 @@ def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_i
         pipe("Open the file", glossary={"file": "Zyxwvut"}, max_new_tokens=8)
 
 
+def test_a_copy_model_gets_a_term_its_vocabulary_cannot_spell_written_into_its_source_and_placed():
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
+
+    words = train_shared_tokenizer(corpus_texts("train", limit=800), "wordlevel", vocab_size=300)
+    model = oracle_copy_model(words)
+    processor = PointerGeneratorProcessor.from_model(model, words)
+    assert processor.glossary_sources(["Open the file", "Open it"], {"file": "Zyxwvut"}) == [
+        "Open the file [ Zyxwvut ]", "Open it"]
+    batch = processor(["Open the file"], glossary={"file": "Zyxwvut", "Open": "the"}, return_tensors="pt")
+    assert "Zyxwvut" in batch["oov_words"][0]  # copyable from the source now
+    [entry] = batch["protected_spans"]
+    assert sorted((span["text"], span["count"]) for span in entry["spans"]) == [("Zyxwvut", 1), ("the", 1)]
+    output = processor.batch_decode(model.generate(**batch, max_new_tokens=12), batch)[0]
+    assert output.count("Zyxwvut") == 1
+
+
 # ------------------------------------------------------------------------------------------------------ oracles
 FAMILIES = ("wordlevel", "unigram", "wordpiece", "bpe")
 SETTINGS = [{}, {"num_beams": 3}, {"do_sample": True, "num_return_sequences": 2}]

@@ -15,7 +15,17 @@ in one thing only:
     pgen-word               the pointer-generator on a shared word-level vocabulary (rare words and every
                             placeholder only by copying)
     pgen-subword            the pointer-generator on the same unigram vocabulary as subword-nocopy
+    pgen-subword-gloss      pgen-subword trained with --glossary_augmentation (dictionary terms annotated in half
+                            of the training sources): without terms at test time, WMT's "no terms" control
     <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`)
+    <each>+terms            the same model with the test term base guaranteed (`--glossary`, guarantee mode)
+    pgen-subword-gloss+hint the annotated model reading the test terms, nothing forced (`--glossary_mode hint`)
+    pgen-subword-gloss+random   the same with WMT's "random terms" control: dictionary entries for random words of
+                            each source, whether or not its reference uses them
+
+The test term base is built as WMT builds its terms: per test pair, the entries of Debian's FreeDict English-German
+dictionary (`make dictionary`) whose source term is in the source and whose target term is in the reference
+(`training/terminology.py`); every system's term success rate (TSR) is measured against it.
 
 Trained systems run side by side (one process and one torch thread per core); the decoding-only `+protect` runs
 follow. Progress goes to the console (steps per system and an overall estimate), each run's own output to
@@ -71,25 +81,38 @@ class System:
     tokenizer: str | None = None  # a key of TOKENIZERS; None for copy-source
     copy: bool = False
     protect: bool = False
+    terms: str | None = None  # decoding with a term base: "test" or "random" (see terminology_controls)
+    glossary_mode: str = "guarantee"
+    train_args: tuple[str, ...] = ()
 
     @property
     def trained(self) -> bool:
-        return self.tokenizer is not None and not self.protect
+        return self.tokenizer is not None and not self.protect and self.terms is None
 
     @property
     def model_of(self) -> str:
-        return self.name.removesuffix("+protect")
+        return self.name.split("+")[0]
 
 
 TRAINED = (
     System("subword-nocopy", "no-copy Transformer, unigram subwords", "unigram", copy=False),
     System("pgen-word", "pointer-generator, word-level vocabulary (placeholders only copied)", "wordlevel", copy=True),
     System("pgen-subword", "pointer-generator, unigram subwords", "unigram", copy=True),
+    System("pgen-subword-gloss", "pointer-generator, unigram subwords, trained with glossary annotation", "unigram",
+           copy=True, train_args=("--glossary_augmentation",)),
 )
+_GLOSS = TRAINED[-1]
 SYSTEMS = (
     System("copy-source", "copy the source verbatim"),
-    *[s for t in TRAINED for s in (t, System(t.name + "+protect", t.label + " + protected placeholders",
-                                             t.tokenizer, t.copy, protect=True))],
+    *[s for t in TRAINED[:-1] for s in (t, System(t.name + "+protect", t.label + " + protected placeholders",
+                                                  t.tokenizer, t.copy, protect=True))],
+    _GLOSS,
+    *[System(t.name + "+terms", t.label + " + test terms guaranteed", t.tokenizer, t.copy, terms="test")
+      for t in TRAINED],
+    System(_GLOSS.name + "+hint", _GLOSS.label + " + test terms as hints", _GLOSS.tokenizer, True, terms="test",
+           glossary_mode="hint"),
+    System(_GLOSS.name + "+random", _GLOSS.label + " + random terms as hints", _GLOSS.tokenizer, True,
+           terms="random", glossary_mode="hint"),
 )
 
 
@@ -134,13 +157,19 @@ def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batc
     return args
 
 
-def decode_recipe(model_dir: Path, copy: bool, max_predict_samples: int | None, num_beams: int) -> list[str]:
-    """run_translation arguments that decode the test split with a trained folder, placeholders protected."""
+# The systems of the terminology rows (the glossary-trained model and every decoding with terms): judged apart.
+_TERM_SYSTEMS = {_GLOSS.name} | {s.name for s in SYSTEMS if s.terms}
+
+
+def decode_recipe(model_dir: Path, copy: bool, max_predict_samples: int | None, num_beams: int,
+                  guard: tuple[str, ...] = ("--protect", "placeholders")) -> list[str]:
+    """run_translation arguments that decode the test split with a trained folder, placeholders protected (or with
+    the `guard` arguments instead: a term base)."""
     args = [
         "--model_name_or_path", str(model_dir), "--copy_mechanism" if copy else "--no_copy_mechanism",
         "--source_lang", "en", "--target_lang", "de",
         "--max_source_length", str(MAX_SOURCE_LENGTH), "--max_target_length", str(MAX_TARGET_LENGTH),
-        "--do_predict", "--predict_with_generate", "--protect", "placeholders", "--num_beams", str(num_beams),
+        "--do_predict", "--predict_with_generate", *guard, "--num_beams", str(num_beams),
         "--per_device_eval_batch_size", "128", "--report_to", "none", "--dataloader_pin_memory", "false",
     ]
     if max_predict_samples is not None:
@@ -278,6 +307,28 @@ def score(sources: list[str], references: list[str], predictions: list[str], ter
     }
 
 
+def terminology_controls(sources: list[str], references: list[str], dictionary_path: str, seed: int = 0
+                         ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Per test pair, the test term base (the dictionary entries the pair supports: source term in the source, target
+    term in the reference, as WMT builds its terms) and WMT's random-terms control (as many entries, for random
+    content words of the source that have a dictionary entry, whether or not the reference uses it)."""
+    import random
+
+    from training.terminology import TermIndex, load_dictionary
+
+    dictionary = load_dictionary(dictionary_path)
+    index = TermIndex(dictionary)
+    rng = random.Random(seed)
+    test, controls = [], []
+    for source, reference in zip(sources, references):
+        terms = dict(index.supported(source, reference))
+        test.append(terms)
+        candidates = sorted({w for w in re.findall(r"[A-Za-z]{5,}", source) if dictionary.get(w)} - set(terms))
+        chosen = rng.sample(candidates, min(len(terms), len(candidates)))
+        controls.append({w: dictionary[w][0] for w in chosen})
+    return test, controls
+
+
 def read_predictions(folder: Path) -> list[str]:
     lines = (folder / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:-1]
     return [line.replace("\\n", "\n") for line in lines]
@@ -291,6 +342,8 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     on placeholders kept, where both decode without protection.
     """
     by_name = {s["name"]: s for s in systems}
+    # The term rows read terms taken from the references: they are measured on their own (terminology_goals).
+    systems = [s for s in systems if s["name"] not in _TERM_SYSTEMS]
     best = max((s for s in systems if s["name"].startswith("pgen")), key=lambda s: s["metrics"]["chrf"])
     base = by_name["subword-nocopy+protect" if best["protect"] else "subword-nocopy"]
     floor = by_name["copy-source"]
@@ -335,6 +388,31 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     return goals
 
 
+def terminology_goals(systems: list[dict], sig: dict) -> list[dict]:
+    """The glossary goals: guaranteed terms reach every system's output (TSR 1.000) at a chrF no more than 1 below the
+    same model without terms, and the annotated model reads them as hints (TSR >= 0.95)."""
+    by_name = {s["name"]: s for s in systems}
+    goals = []
+    guaranteed = [s for s in systems if s.get("terms") == "test" and s["glossary_mode"] == "guarantee"]
+    if not guaranteed:
+        return goals
+    lowest = min(guaranteed, key=lambda s: s["metrics"]["term_success_rate"])
+    goals.append({"goal": "guaranteed terms: TSR 1.000 for every system", "met": all(
+        s["metrics"]["term_success_rate"] == 1.0 for s in guaranteed),
+        "detail": f"lowest {lowest['metrics']['term_success_rate']:.3f} ({lowest['name']})"})
+    drops = [(s["metrics"]["chrf"] - by_name[s["model_of"]]["metrics"]["chrf"], s["name"]) for s in guaranteed]
+    worst = min(drops)
+    goals.append({"goal": "guaranteed terms: chrF not more than 1 below the same model without terms",
+                  "met": worst[0] >= -1.0, "detail": ", ".join(f"{name} {d:+.1f}" for d, name in drops)})
+    hint = by_name.get(_GLOSS.name + "+hint")
+    if hint:
+        tsr = hint["metrics"]["term_success_rate"]
+        goals.append({"goal": "test terms as hints to the annotated pointer-generator: TSR >= 0.95", "met": tsr >= 0.95,
+                      "detail": f"{hint['name']} {tsr:.3f} (without terms {by_name[_GLOSS.name]['metrics']['term_success_rate']:.3f}, "
+                                f"random-term control {by_name[_GLOSS.name + '+random']['metrics']['term_success_rate']:.3f})"})
+    return goals
+
+
 # -- the job ----------------------------------------------------------------------------------------------------------
 
 
@@ -352,6 +430,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--fresh", action="store_true", help="Delete an earlier run's folders first (default: "
                                                              "resume the trained systems from their checkpoints).")
     parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
+    parser.add_argument("--dictionary", default="/usr/share/dictd/freedict-eng-deu.dict.dz",
+                        help="The English-German dictionary for the term rows (make dictionary installs it).")
     args, extra = parser.parse_known_args(argv)
     if extra and extra[0] == "--":
         extra = extra[1:]
@@ -390,14 +470,27 @@ def main(argv: list[str] | None = None) -> dict:
             train_shared_tokenizer(train_texts, kind, args.vocab_size,
                                    placeholders_in_vocabulary=PLACEHOLDERS_IN_VOCABULARY[kind]).save_pretrained(folder)
 
+    # The term bases of the test split (and the dictionary the glossary-trained system draws training terms from).
+    test_terms, random_terms = terminology_controls(sources, references, args.dictionary)
+    term_files = {"test": out / "test_terms.jsonl", "random": out / "random_terms.jsonl"}
+    for kind, bases in (("test", test_terms), ("random", random_terms)):
+        term_files[kind].write_text("".join(json.dumps(b, ensure_ascii=False) + "\n" for b in bases), encoding="utf-8")
+    print(f"Test term base: {sum(map(len, test_terms))} terms in {sum(map(bool, test_terms))} of {len(test)} test "
+          f"pairs (FreeDict entries each pair supports); random-term control: {sum(map(len, random_terms))}.",
+          flush=True)
+
     common = recipe(args.max_steps, args.max_predict_samples, args.num_beams, args.batch_size) + extra
     print("\n--- training and decoding (each trained system: train, decode the test split; then decode it again "
           "with protected placeholders) ---", flush=True)
     jobs = [(s.name, common + ["--tokenizer_name", str(out / "tokenizers" / s.tokenizer), "--output_dir",
-                               str(out / s.name), "--copy_mechanism" if s.copy else "--no_copy_mechanism"], None)
+                               str(out / s.name), "--copy_mechanism" if s.copy else "--no_copy_mechanism",
+                               *s.train_args, "--glossary_dictionary", args.dictionary], None)
             for s in TRAINED]
     jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams)
               + ["--output_dir", str(out / s.name)], s.model_of) for s in SYSTEMS if s.protect]
+    jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams,
+                                    ("--glossary", str(term_files[s.terms]), "--glossary_mode", s.glossary_mode))
+              + ["--output_dir", str(out / s.name)], s.model_of) for s in SYSTEMS if s.terms]
     results, walls = run_jobs(jobs, out, workers, started)
 
     # -- scores --
@@ -406,7 +499,7 @@ def main(argv: list[str] | None = None) -> dict:
     terms = unseen_terms(sources, train_texts)
     from transformers import AutoTokenizer
 
-    from hf_pgen.metrics import placeholder_preservation
+    from hf_pgen.metrics import placeholder_preservation, term_success_rate
 
     read_whole = {}  # per vocabulary kind: which test sources fit in MAX_SOURCE_LENGTH tokens
     for kind in TOKENIZERS:
@@ -418,6 +511,7 @@ def main(argv: list[str] | None = None) -> dict:
         predictions = sources if system.name == "copy-source" else read_predictions(out / system.name)
         outputs[system.name] = predictions
         metrics = score(sources, references, predictions, terms)
+        metrics["term_success_rate"] = term_success_rate(sources, predictions, test_terms)
         if system.tokenizer is not None:  # the sources the model read whole: what protection can vouch for
             whole = read_whole[system.tokenizer]
             metrics.update(sources_truncated=whole.count(False), placeholders_kept_read_whole=placeholder_preservation(
@@ -432,13 +526,17 @@ def main(argv: list[str] | None = None) -> dict:
         state = out / system.name / "trainer_state.json"
         history = json.loads(state.read_text())["log_history"] if system.trained and state.is_file() else None
         systems.append({"name": system.name, "label": system.label, "trained": system.trained,
-                        "protect": system.protect, "metrics": metrics, "log_history": history})
+                        "protect": system.protect, "terms": system.terms, "glossary_mode": system.glossary_mode,
+                        "model_of": system.model_of, "metrics": metrics, "log_history": history})
     sig = significance(references, outputs, baseline="copy-source")
     comparison = {
         "date": date.today().isoformat(),
         "machine": f"{cores} CPU cores, {platform.machine()}, Python {platform.python_version()}",
         "sacrebleu_signature": sig["signatures"]["bleu"], "chrf_signature": sig["signatures"]["chrf"],
-        "systems": systems, "significance": sig, "goals": evaluate_goals(systems, sig),
+        "systems": systems, "significance": sig,
+        "goals": evaluate_goals(systems, sig) + terminology_goals(systems, sig),
+        "term_bases": {"test": sum(map(len, test_terms)), "random": sum(map(len, random_terms)),
+                       "dictionary": args.dictionary},
         "unseen_terms": sum(map(len, terms)),
         "recipe": {"run_translation_args": common, "config_overrides": CONFIG_OVERRIDES,
                    "tokenizers": {k: f"{v}, {args.vocab_size} tokens, trained on the training split (shared en/de)"
@@ -447,8 +545,8 @@ def main(argv: list[str] | None = None) -> dict:
     }
 
     # -- a few unseen test messages through the pipeline, with their copy records --
-    best = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"]),
-               key=lambda s: s["metrics"]["chrf"])
+    best = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"]
+                and s["name"] not in _TERM_SYSTEMS), key=lambda s: s["metrics"]["chrf"])
     t0 = time.perf_counter()
     comparison["pipeline_examples"] = translate_examples(out / best["name"], sources, references, outputs,
                                                          args.examples, out)

@@ -54,7 +54,8 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from hf_pgen import PointerGeneratorConfig
 from hf_pgen.data_collator import DataCollatorForPointerGenerator
-from hf_pgen.glossary import Glossary, apply_glossaries
+from hf_pgen.glossary import Glossary
+from hf_pgen.processing_pointer_generator import PointerGeneratorProcessor
 from hf_pgen.tokenization_pointer_generator import encode_with_oovs
 from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 from hf_pgen.trainer_pointer_generator import PointerGeneratorSeq2SeqTrainer, build_compute_metrics
@@ -491,15 +492,17 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     prefix = data_args.source_prefix or ""
     unk_id, pad_id = tokenizer.unk_token_id, tokenizer.pad_token_id
 
-    annotation = getattr(model.config, "glossary_annotation", None) if copy else None
+    # What a copy model reads with --glossary (the annotation written in): the Trainer checks every row against it.
+    reader = PointerGeneratorProcessor(tokenizer, vocab_size, getattr(model.config, "glossary_annotation", None)
+                                       ) if copy else None
 
     def preprocess(batch, max_target_length, annotate):
         sources = [prefix + s for s in batch["source"]]
-        if annotate:  # what the model reads with --glossary: the Trainer checks every row against it
+        if annotate:
             terms = glossary
             if "glossary" in batch:  # one term base per example
                 terms = [Glossary([tuple(pair) for pair in pairs]) for pairs in batch["glossary"]]
-            sources = apply_glossaries(sources, terms, annotation, skip=len(prefix))[0]
+            sources = reader.glossary_sources(batch["source"], terms, source_prefix=prefix)
         encoded = encode_with_oovs(
             tokenizer, sources, batch["target"], vocab_size=vocab_size,
             max_length=data_args.max_source_length, max_target_length=max_target_length, truncation=True,
@@ -540,9 +543,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             dataset = raw_splits[split].map(
                 preprocess, batched=True,
                 fn_kwargs={"max_target_length": max_target_length,
-                           "annotate": annotation is not None and (
-                               (split != "train" and glossary is not None)
-                               or (split == "test" and per_example_terms is not None))},
+                           "annotate": copy and ((split != "train" and glossary is not None)
+                                                 or (split == "test" and per_example_terms is not None))},
                 num_proc=data_args.preprocessing_num_workers, load_from_cache_file=not data_args.overwrite_cache,
                 desc=f"Running tokenizer on {description} dataset",
             )  # keeps "source" / "target": compute_metrics reads them back by example index
