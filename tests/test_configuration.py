@@ -1,18 +1,16 @@
 import pytest
-from testing_utils import UNK, tiny_base
+from testing_utils import UNK, tiny_base, tiny_config
 
 from hf_pgen import PointerGeneratorConfig
 
 
 def test_marian_with_separate_vocabularies_is_refused():
-    """A6: copying source id x_i as target id x_i is meaningless when the two sides have different vocabularies."""
-    from transformers import MarianConfig
-
+    """Copying source id x_i as target id x_i is meaningless when the two sides have different vocabularies."""
     for settings in ({"decoder_vocab_size": 80}, {"share_encoder_decoder_embeddings": False}):
-        base = MarianConfig(vocab_size=64, d_model=16, encoder_layers=1, decoder_layers=1, **settings)
+        base = tiny_config("marian", d_model=16, layers=1, **settings)
         with pytest.raises(ValueError, match="share_encoder_decoder_embeddings"):
             PointerGeneratorConfig(base_config=base, unk_token_id=UNK)
-    PointerGeneratorConfig(base_config=MarianConfig(vocab_size=64, d_model=16), unk_token_id=UNK)  # shared: fine
+    PointerGeneratorConfig(base_config=tiny_config("marian", d_model=16), unk_token_id=UNK)  # shared: fine
 
 
 @pytest.mark.parametrize(
