@@ -180,3 +180,29 @@ def run_without_hf_pgen(code: str, env: dict | None = None, timeout: int = 300) 
     if result.returncode != 0:
         raise AssertionError(f"subprocess failed ({result.returncode}):\n{result.stderr[-4000:]}")
     return result.stdout
+
+
+# -- training.run_translation command lines ---------------------------------------------------------------------------
+
+# A tiny BART for `--model_type bart --config_overrides` (the sizes of test_trainer's tiny model).
+TINY = (
+    "d_model=16,encoder_layers=1,decoder_layers=1,encoder_attention_heads=2,decoder_attention_heads=2,"
+    "encoder_ffn_dim=32,decoder_ffn_dim=32,max_position_embeddings=64"
+)
+PREDICT_SAMPLES = 24
+
+
+def tiny_args(output_dir, *extra, steps=24, save_steps=12):
+    """run_translation arguments that train the tiny BART and a word-level tokenizer on 200 corpus pairs for `steps`
+    steps, then evaluate on 16 and predict PREDICT_SAMPLES; `extra` arguments go last."""
+    return [
+        "--model_type", "bart", "--config_overrides", TINY,
+        "--train_tokenizer", "--tokenizer_type", "wordlevel", "--tokenizer_vocab_size", "600",
+        "--max_train_samples", "200", "--max_eval_samples", "16", "--max_predict_samples", str(PREDICT_SAMPLES),
+        "--max_source_length", "24", "--max_target_length", "24", "--val_max_target_length", "12",
+        "--do_train", "--do_eval", "--do_predict", "--predict_with_generate",
+        "--max_steps", str(steps), "--save_steps", str(save_steps), "--logging_steps", "6",
+        "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "32", "--learning_rate", "3e-3",
+        "--report_to", "none", "--dataloader_pin_memory", "false", "--disable_tqdm", "true",
+        "--output_dir", str(output_dir), *extra,
+    ]
