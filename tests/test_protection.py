@@ -1,4 +1,4 @@
-"""Guaranteed copies (issue 10): protected spans come out exactly as often as the source holds them, byte for byte.
+"""Guaranteed copies (`protect=`): protected spans come out exactly as often as the source holds them, byte for byte.
 
 The guarantee is checked as a property over random sources (corpus messages with random placeholders and
 out-of-vocabulary words inserted), random batches (examples with different spans, or none) and decoding settings

@@ -258,7 +258,7 @@ def test_build_compute_metrics(copier_eval, tmp_path):
 
 
 def test_compute_metrics_spaces_copies_as_the_source_did(tokenizer, tmp_path):
-    """Issue 28 item 9: the word-level unknown token swallows the space before "3", and the spacing the table kept
+    """The word-level unknown token swallows the space before "3", and the spacing the table kept
     was lost on the dataset's Arrow round trip, so compute_metrics read "v2. 3". The `oov_spacing` column keeps it
     and reaches `eval_pred.oov_spacing`."""
     model = tiny_model(tokenizer)
