@@ -19,7 +19,8 @@ TEST_CASES = [
 ]
 
 
-# The special ids each family's real checkpoints use (pad, bos, eos, decoder start); a tokenizer's replace them.
+# The special ids (pad, bos, eos, decoder start) of a tiny base built without a tokenizer. T5 and Marian start
+# decoding at <pad>, as their checkpoints do; the BART-like families at </s>.
 _FAMILY_IDS = {
     "bart": dict(pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2),
     "marian": dict(pad_token_id=1, eos_token_id=2, decoder_start_token_id=1),
