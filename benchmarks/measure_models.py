@@ -3,7 +3,7 @@ and (diagnostic) the cost of one decoding step.
 
 Both models are built from the same config and seed, sit in one process and run interleaved (`harness.interleaved`,
 ABBA); the ratios (pointer-generator / base) are the medians of the per-repeat paired ratios. These are the numbers
-the targets of issue 8 apply to (`TARGETS` in `benchmarks/run.py`).
+the speed and memory targets apply to (`TARGETS` in `benchmarks/run.py`).
 """
 
 from __future__ import annotations

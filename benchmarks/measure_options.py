@@ -1,4 +1,4 @@
-"""What generate() options cost on the pointer-generator itself: protected spans (issue 10) and copy info (issue 11).
+"""What generate() options cost on the pointer-generator itself: protected spans and copy info.
 
 Each option is measured on one model, option on against option off, interleaved (`harness.interleaved`, ABBA) with
 the same inputs and exactly the same number of new tokens; the ratio is the median of the per-repeat paired ratios
@@ -10,8 +10,8 @@ of wall time (on / off).
   time ratio <= 1.10 (`TARGETS["protection_time"]`). The share of outputs that keep every placeholder is recorded
   for both, to show the protection was at work in what was timed. The encode side is timed too (single calls).
 * Copy info: `model.generate(**inputs, return_dict_in_generate=True, output_copy_info=True)` against the same call
-  without `output_copy_info`, on the synthetic inputs of the generation throughput benchmark. No target (issue 11:
-  "when on: measured"). Reported as not available when the installed hf_pgen does not accept the option.
+  without `output_copy_info`, on the synthetic inputs of the generation throughput benchmark. Measured, no
+  target. Reported as not available when the installed hf_pgen does not accept the option.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """What encode_with_oovs marks as out of vocabulary, per tokenizer family for the README's "Pretrained checkpoints" table.
 
-Run from the repo root: PYTHONPATH=tests python -m benchmarks.oov_by_tokenizer > benchmarks/results/oov_by_tokenizer.txt
+Run from the repo root: python -m benchmarks.oov_by_tokenizer > benchmarks/results/oov_by_tokenizer.txt
 Every tokenizer is trained here on the embedded corpus (train split, en+de, 45,914 messages), 8K vocabularies.
 """
 import argparse
 import re
-import sys
 import time
 import warnings
 
@@ -27,17 +26,17 @@ from hf_pgen.tokenization_pointer_generator import decode_with_oovs, encode_with
 from hf_pgen.tokenizer_training import train_shared_tokenizer
 
 
+def corpus_lines(lang: str, split: str) -> list[str]:
+    """The distinct non-empty `lang` messages of the embedded corpus' `split`, in corpus order."""
+    from hf_pgen.corpus import load_en_de_messages
+
+    pairs = load_en_de_messages(split)["translation"]
+    return list(dict.fromkeys(p[lang] for p in pairs if p[lang] and p[lang].strip()))
+
+
 def main() -> None:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
-    try:  # the corpus reader lives with the tests; imported after parsing so that --help works without it
-        from testing_tokenizers import corpus_lines
-    except ModuleNotFoundError as error:
-        if error.name != "testing_tokenizers":
-            raise
-        sys.exit("benchmarks.oov_by_tokenizer reads the corpus with the helpers in tests/: run it from the repository root "
-                 "as PYTHONPATH=tests python -m benchmarks.oov_by_tokenizer")
-
-    lines = [" ".join(t.split()) for lang in ("en", "de") for t in corpus_lines(lang, 10**6)]
+    lines = [" ".join(t.split()) for lang in ("en", "de") for t in corpus_lines(lang, "train")]
     print(len(lines), "training lines")
     toks = {}
     t0 = time.time()
@@ -79,7 +78,7 @@ def main() -> None:
             print(f"  {probe!r:12} oov_words={enc['oov_words']!r:28} copy-decode exact={copy == text!s:5} plain decode={plain!r}")
         print(f"  -> exact round trip with copies: {exact}/{len(PROBES)}")
         # how much of real text is OOV (test split, English)
-        test = [" ".join(t.split()) for t in corpus_lines("en", 10**6, "test")]
+        test = [" ".join(t.split()) for t in corpus_lines("en", "test")]
         enc = encode_with_oovs(tok, test, vocab_size=V)
         n_tok = sum(len(r) for r in enc["input_ids"]); n_slot = sum(sum(i >= V for i in r) for r in enc["extended_input_ids"])
         with_oov = sum(bool(t) for t in enc["oov_words"])

@@ -1,4 +1,4 @@
-"""What protected placeholders cost a *trained* model decoding real held-out messages (issue 28).
+"""What protected placeholders cost a *trained* model decoding real held-out messages.
 
 `measure_options.bench_protection` times an untrained model forced to a fixed number of new tokens: it reads the
 per-step overhead of protection and nothing else. A trained model stops by itself, and protection can change *what*
@@ -19,7 +19,7 @@ section measures that, on the model a user trains:
   `model.generate(**batch)` against the same batch without its `protected_spans` key, with natural stopping:
   `max_new_tokens = 2 x the chunk's longest source + 10` (capped by the model's positions), no `min_new_tokens`.
   Batch 1 and 16, greedy and beam 4, each in two decodings (`DECODINGS`): *plain* (no n-gram blocking, no OOV copy
-  limit: how `training.run_translation` decodes without the main job's flags, issue 28's condition) and *saved*
+  limit: how `training.run_translation` decodes without the main job's flags) and *saved*
   (the model's own generation config: the main job's `no_repeat_ngram_size=3`, `oov_copy_limit=True`).
 * **Timing**: one *pass* = every chunk of the setting, with and without protection; the two alternate chunk by chunk
   (`harness.interleaved_parts`: ABBA, each pair seconds apart), after one untimed warm-up chunk each. Each pass
@@ -36,7 +36,7 @@ section measures that, on the model a user trains:
   placeholders (`hf_pgen.metrics.placeholder_preservation`), chrF and BLEU (sacreBLEU, `hf_pgen.metrics`) against
   the references, and chrF of the sources themselves (copy-the-source, the trivial floor) on the same messages.
 
-Targets (issue 28): time ratio <= 1.10 in all four settings, mean output length within 5% of unprotected, chrF with
+Targets: time ratio <= 1.10 in all four settings, mean output length within 5% of unprotected, chrF with
 protection not lower than without.
 
     python -m benchmarks.run --only protection_trained --train --threads 1   # trains once (~6 min on an idle core),
@@ -73,13 +73,13 @@ __all__ = [
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / "outputs" / "benchmarks"  # /outputs/ is git-ignored
 DEFAULT_STEPS = 3000
-DEFAULT_TOKENIZER = "bpe"  # byte-level BPE, as in issue 28
+DEFAULT_TOKENIZER = "bpe"  # byte-level BPE (`--tokenizer_type bpe`)
 VOCAB_SIZE = 8000  # the main job's vocabulary size
 MARKER = "benchmark_model.json"  # written after a successful training run: the folder is complete
 BATCH1_EVERY = 5  # batch 1 decodes every fifth of the messages
 # How the model decodes, on top of num_beams and the length limit. "plain": without the main job's two decoding
 # flags (no n-gram blocking, no OOV copy limit), as `python -m training.run_translation` decodes unless told
-# otherwise - issue 28's condition, where protected outputs loop. "saved": the model's own generation config, which
+# otherwise: the condition where protected outputs loop. "saved": the model's own generation config, which
 # for a model trained with the main job's recipe holds no_repeat_ngram_size=3 and oov_copy_limit=True.
 DECODINGS = {"plain": {"no_repeat_ngram_size": 0, "oov_copy_limit": False}, "saved": {}}
 

@@ -225,7 +225,7 @@ def _mixture(report: dict, targets: dict) -> list[str]:
 def _protection(report: dict, targets: dict) -> list[str]:
     p0 = report["protection"][0]
     lines = [
-        '## Protected spans: generate() with `protect="placeholders"` vs without (issue 10)',
+        '## Protected spans: generate() with `protect="placeholders"` vs without',
         "",
         f"One untrained pointer-generator ({p0['size']}, word-level vocabulary of {p0['vocab']} trained on the "
         "embedded corpus, as the main job's), real test-split messages that hold placeholders; "
@@ -257,7 +257,7 @@ def _protection(report: dict, targets: dict) -> list[str]:
 
 def _protection_trained(report: dict, targets: dict) -> list[str]:
     section = report["protection_trained"]
-    lines = ['## Protected spans with a trained model on held-out messages (issue 28)', ""]
+    lines = ['## Protected spans with a trained model on held-out messages', ""]
     if not section["available"]:
         return lines + [f"Not measured: {section['reason']}.", ""]
     m, src = section["model"], section["sources"]
@@ -269,7 +269,7 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
     gen = ", ".join(f"{k}={v}" for k, v in sorted(m["generation_config"].items())
                     if k in ("no_repeat_ngram_size", "oov_copy_limit", "repetition_penalty", "length_penalty"))
     decodings = {"plain": "*plain*: no n-gram blocking nor OOV copy limit (`training.run_translation` without the "
-                          "main job's decoding flags, issue 28's condition)",
+                          "main job's decoding flags, where protected outputs loop more)",
                  "saved": f"*saved*: the model's own generation config ({gen or 'defaults'})"}
     lines += [
         f"Model `{m['folder']}` ({m['parameters']:,} parameters, {m['tokenizer']} vocabulary of {m['vocab_size']}), "
@@ -330,14 +330,14 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
 
 def _copy_info(report: dict) -> list[str]:
     info = report["copy_info"]
-    lines = ["## Copy info: generate(..., output_copy_info=True) vs without (issue 11)", ""]
+    lines = ["## Copy info: generate(..., output_copy_info=True) vs without", ""]
     if not info["available"]:
         return lines + [f"Not measured: {info['reason']}.", ""]
     c0 = info["results"][0]
     lines += [
         "Both with `return_dict_in_generate=True`; the generation benchmark's synthetic sources (length "
         f"{c0['source_length']}, 5% OOV words, vocab {c0['vocab'] // 1024}K), {c0['new_tokens']} new tokens forced, "
-        "interleaved (ABBA). Time ratio = on / off, median of the per-repeat ratios. No target (issue 11: measured).",
+        "interleaved (ABBA). Time ratio = on / off, median of the per-repeat ratios. Measured, no target.",
         "",
         "| size | batch | beams | off [Q1, Q3] | on [Q1, Q3] | time ratio [Q1, Q3] |",
         "|---|---|---|---|---|---|",

@@ -8,11 +8,11 @@ order) so that machine noise hits both alike:
 * step: one decoding step's forward (the same batches and beams), step by step, to read what the copy model adds to
   a step in milliseconds (diagnostic, no target);
 * protection: generate() with protected placeholders against without, on real messages, an untrained model forced to
-  a fixed length: the per-step overhead (issue 10);
+  a fixed length: the per-step overhead;
 * protection_trained (only on request; needs a trained model: --train or --model DIR): the same comparison with a
   trained model on held-out messages, stopping by itself: time, output lengths, outputs at the length limit,
-  placeholders kept and chrF, with and without (issue 28; `benchmarks/protection.py`);
-* copy_info: generate(output_copy_info=True) against without (issue 11);
+  placeholders kept and chrF, with and without (`benchmarks/protection.py`);
+* copy_info: generate(output_copy_info=True) against without (measured, no target);
 * mixture: the copy step (`mix_into_log_probs`) against a Python loop over (example, source position), and, as
   context, the full mixture (`extended_log_probs`, log_softmax included) and `gold_log_probs` (single-call timings);
 * profile (only on request): torch.profiler op tables, written to profile.txt.
@@ -60,10 +60,10 @@ from .workloads import SIZES  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
-# Issue 8: generation >= 0.95x the base, training time and memory no worse than 1.05x and 1.03x; issue 10:
-# protected generation no slower than 1.10x unprotected; the copy step >= 100x faster than the loop reference.
-# Issue 28, a trained model on held-out messages: protected decoding <= 1.10x the time, outputs within 5% of the
-# unprotected length, chrF not lower (protection_chrf: the least chrF difference, with - without).
+# Generation >= 0.95x the base, training time and memory no worse than 1.05x and 1.03x; protected generation no
+# slower than 1.10x unprotected; the copy step >= 100x faster than the loop reference. A trained model on held-out
+# messages: protected decoding <= 1.10x the time, outputs within 5% of the unprotected length, chrF not lower
+# (protection_chrf: the least chrF difference, with - without).
 TARGETS = {
     "train_time": 1.05,
     "train_memory": 1.03,
@@ -126,7 +126,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     trained.add_argument("--protection-repeats", type=int, default=None,
                          help="interleaved passes over the messages per setting and side (default 3; quick 1)")
     trained.add_argument("--protection-decodings", default="plain,saved",
-                         help="comma list: plain (no n-gram blocking nor OOV copy limit, issue 28's condition), saved "
+                         help="comma list: plain (no n-gram blocking nor OOV copy limit), saved "
                          "(the model's own generation config)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():

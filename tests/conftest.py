@@ -3,7 +3,6 @@
 import pytest
 import torch
 from testing_utils import TEST_CASES, UNK, corpus_texts, tiny_base, word_level_tokenizer
-from transformers import BartConfig, BartForConditionalGeneration
 
 
 @pytest.fixture(params=["bart", "marian", "t5"])
@@ -52,15 +51,10 @@ def trained_copier():
     train_texts = corpus_texts("train", limit=3000)
     test_texts = corpus_texts("test", limit=64)
     tokenizer = word_level_tokenizer(train_texts, vocab_size=200)
-    torch.manual_seed(0)
-    config = BartConfig(
-        vocab_size=len(tokenizer), d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
-        dropout=0.0, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
-    )
+    base = tiny_base("bart", tokenizer=tokenizer, d_model=64, max_position_embeddings=64, dropout=0.0,
+                     decisive_init=False)
     model = PointerGeneratorForConditionalGeneration.from_base(
-        BartForConditionalGeneration(config), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
+        base, unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
     )
     model.generation_config.update(max_length=24, num_beams=1)
     features = encode_with_oovs(tokenizer, train_texts, text_target=train_texts, vocab_size=model.config.vocab_size)

@@ -1,25 +1,23 @@
 import pytest
-from testing_utils import UNK, tiny_base
+from testing_utils import UNK, tiny_base, tiny_config
 
 from hf_pgen import PointerGeneratorConfig
 
 
 def test_marian_with_separate_vocabularies_is_refused():
-    """A6: copying source id x_i as target id x_i is meaningless when the two sides have different vocabularies."""
-    from transformers import MarianConfig
-
+    """Copying source id x_i as target id x_i is meaningless when the two sides have different vocabularies."""
     for settings in ({"decoder_vocab_size": 80}, {"share_encoder_decoder_embeddings": False}):
-        base = MarianConfig(vocab_size=64, d_model=16, encoder_layers=1, decoder_layers=1, **settings)
+        base = tiny_config("marian", d_model=16, layers=1, **settings)
         with pytest.raises(ValueError, match="share_encoder_decoder_embeddings"):
             PointerGeneratorConfig(base_config=base, unk_token_id=UNK)
-    PointerGeneratorConfig(base_config=MarianConfig(vocab_size=64, d_model=16), unk_token_id=UNK)  # shared: fine
+    PointerGeneratorConfig(base_config=tiny_config("marian", d_model=16), unk_token_id=UNK)  # shared: fine
 
 
 @pytest.mark.parametrize(
     "settings, message",
     [
-        ({"pointer_heads": []}, "selects no head"),  # A10: gave a NaN pointer
-        ({"pointer_heads": [7]}, "0..3"),  # B5: a bare IndexError deep in forward
+        ({"pointer_heads": []}, "selects no head"),  # once gave a NaN pointer
+        ({"pointer_heads": [7]}, "0..3"),  # once a bare IndexError deep in forward
         ({"pointer_heads": [1, 1]}, "twice"),
         ({"pointer_layer": 5}, "decoder layer"),
         ({"pointer_layer": -3}, "decoder layer"),
@@ -40,13 +38,13 @@ def test_t5_layer_and_head_names_are_understood():
 
 
 def test_base_shape_fields_pass_through():
-    """A11: generic code reads num_attention_heads (and the text config) from the top-level config."""
+    """Generic code reads num_attention_heads (and the text config) from the top-level config."""
     base = tiny_base("bart").config
     base.update({"decoder_layers": 3})
     config = PointerGeneratorConfig(base_config=base)
     assert config.num_attention_heads == base.num_attention_heads == 4
     assert config.hidden_size == 32 and config.vocab_size == 64
-    assert config.get_text_config(decoder=True).num_hidden_layers == 3  # B1: caches are sized from this
+    assert config.get_text_config(decoder=True).num_hidden_layers == 3  # caches are sized from this
 
 
 def test_is_pointer_generator_reads_models_configs_and_peft_wrappers():

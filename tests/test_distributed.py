@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_run_translation import PREDICT_SAMPLES, tiny_args
+from testing_utils import PREDICT_SAMPLES, tiny_args
 
 ROOT = Path(__file__).resolve().parent.parent
 VERBS = ["Open", "Delete", "Rename", "Move", "Copy", "Share", "Close", "Save"]

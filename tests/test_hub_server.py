@@ -16,13 +16,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hub_server import HubStorage, client_env, hub_server  # noqa: E402
 
-# Builds a tiny BART and a WordLevel tokenizer offline; defines checksum(model).
+# Builds a tiny BART (testing_utils.tiny_base) and a WordLevel tokenizer offline; defines checksum(model).
 COMMON = textwrap.dedent(
     """
     import hashlib, json, os, sys
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
-    from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
+    sys.path.insert(0, TESTS_DIR)
+    from testing_utils import tiny_base
 
     def build_tokenizer():
         lines = ["the cat sat on the mat", "a dog ran in the park", "copy the rare word zyx"]
@@ -34,13 +36,9 @@ COMMON = textwrap.dedent(
         return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
                                        pad_token="<pad>", unk_token="<unk>")
 
-    def build_model():
-        torch.manual_seed(0)
-        config = BartConfig(vocab_size=100, d_model=16, encoder_layers=1, decoder_layers=1,
-                            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
-                            decoder_ffn_dim=32, max_position_embeddings=64, pad_token_id=0,
-                            bos_token_id=1, eos_token_id=2, decoder_start_token_id=2)
-        return BartForConditionalGeneration(config)
+    def build_model():  # the tokenizer's special ids
+        return tiny_base("bart", vocab_size=100, d_model=16, layers=1, heads=2, max_position_embeddings=64,
+                         pad_token_id=0, bos_token_id=1, eos_token_id=2, decisive_init=False)
 
     def checksum(model):
         h = hashlib.sha256()
@@ -51,7 +49,7 @@ COMMON = textwrap.dedent(
 
     SENTENCE = "the rare cat sat zyx"
     """
-)
+).replace("TESTS_DIR", repr(str(Path(__file__).resolve().parent)))
 
 PUSH = COMMON + textwrap.dedent(
     """

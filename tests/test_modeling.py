@@ -441,8 +441,8 @@ def test_bad_inputs_get_clear_errors():
     wrong[0, 0] = 40
     with pytest.raises(ValueError, match=r"extended_input_ids\[0, 0\] = 40"):
         model(input_ids=input_ids, extended_input_ids=wrong, decoder_input_ids=input_ids[:, :2])
-    # The unknown token is allowed anywhere: a piece whose text another position's OOV slot spells whole (issue 28
-    # item 8: "ǅ" as "▁D" + unknown "ž" under a slow SentencePiece tokenizer) copies as nothing.
+    # The unknown token is allowed anywhere: a piece whose text another position's OOV slot spells whole (as a
+    # slow SentencePiece tokenizer spells "ǅ": "▁D" + an unknown "ž") copies as nothing.
     absorbed = extended.clone()
     absorbed[1, 1] = UNK
     model(input_ids=input_ids, extended_input_ids=absorbed, decoder_input_ids=input_ids[:, :2])
@@ -473,7 +473,7 @@ def test_rows_never_emit_slots_they_lack_under_boosting_processors(family):
         assert (out[2, 1:] >= VOCAB).any(), kwargs  # row 2 owns both: the boost reaches it
 
 
-# -- regressions from the adversarial review (../shared/reviews/core) ----------------------------------------------
+# -- regressions: each docstring says what went wrong before the fix ------------------------------------------------
 
 
 def _support_smoothed_reference(log_p: torch.Tensor, labels: torch.Tensor, extended: torch.Tensor, eps: float):
@@ -491,7 +491,7 @@ def _support_smoothed_reference(log_p: torch.Tensor, labels: torch.Tensor, exten
 
 
 def test_label_smoothing_is_over_each_rows_own_classes(case_model):
-    """A1: finite, and equal to smoothing over the row's vocabulary plus its own OOV slots (not the batch's)."""
+    """Finite, and equal to smoothing over the row's vocabulary plus its own OOV slots (not the batch's)."""
     model = case_model
     model.config.coverage_weight = 0.0  # the coverage term is not part of the smoothed NLL checked here
     input_ids, attention_mask, extended = source_batch()
@@ -510,7 +510,8 @@ def test_label_smoothing_is_over_each_rows_own_classes(case_model):
 
 
 def test_trainer_label_smoothing_over_logits_is_refused_and_the_config_path_trains(tmp_path):
-    """A1 through Seq2SeqTrainer: its LabelSmoother would average over slots a row lacks (inf, logged as 0.0)."""
+    """Label smoothing through Seq2SeqTrainer: its LabelSmoother would average over slots a row lacks (inf, logged as
+    0.0), so it is refused, and the config's smoothing trains."""
     from datasets import Dataset
     from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
 
@@ -545,7 +546,7 @@ def test_trainer_label_smoothing_over_logits_is_refused_and_the_config_path_trai
 
 @pytest.mark.parametrize("forced", [0.0, 1.0, 0.3])
 def test_forced_switch_with_ignored_labels_gives_finite_gradients(family, forced):
-    """A2: logaddexp(-inf, -inf) at an ignored (-100) position must not put NaN into every gradient."""
+    """Logaddexp(-inf, -inf) at an ignored (-100) position must not put NaN into every gradient."""
     model = wrap(family, force_p_gen=forced, coverage=True).train()
     input_ids, attention_mask, extended = source_batch()
     labels = torch.tensor([[10, 11, 2, -100], [VOCAB, 21, 2, -100], [VOCAB + 1, VOCAB, 31, -100]])
@@ -559,7 +560,7 @@ def test_forced_switch_with_ignored_labels_gives_finite_gradients(family, forced
 
 
 def test_static_cache_equals_dynamic_cache(case_model):
-    """A4: the wrapper's config named SDPA while the base ran eager, so the static cache's mask masked nothing."""
+    """The wrapper's config named SDPA while the base ran eager, so the static cache's mask masked nothing."""
     model = case_model
     assert model.config._attn_implementation == model.base.config._attn_implementation
     input_ids, attention_mask, extended = source_batch()
@@ -578,7 +579,8 @@ def test_attention_implementation_survives_save_and_load(tmp_path):
 
 
 def test_assisted_and_prompt_lookup_decoding_equal_greedy_with_coverage():
-    """A5 (coverage was not cropped with the cache) and B4 (prompt lookup indexed copied ids out of bounds)."""
+    """Coverage is cropped with the cache when candidates are rejected, and prompt lookup does not index copied ids
+    out of bounds."""
     model = wrap("bart", p_gen_bias_init=0.0, coverage=True)
     assistant = PointerGeneratorForConditionalGeneration.from_base(
         tiny_base("bart", seed=1), unk_token_id=UNK, p_gen_bias_init=0.0, coverage=True
@@ -594,7 +596,7 @@ def test_assisted_and_prompt_lookup_decoding_equal_greedy_with_coverage():
 
 @pytest.mark.parametrize("kind", ["pointer-generator", "plain base"])
 def test_assisted_decoding_over_many_rounds_equals_greedy(kind):
-    """Issue 28 item 10: Transformers 5.25 fed an encoder-decoder assistant its whole decoder prefix again every
+    """Transformers 5.25 fed an encoder-decoder assistant its whole decoder prefix again every
     round, until its positions ran out (IndexError); a plain assistant got `extended_input_ids` and copied ids."""
     model = wrap("bart", p_gen_bias_init=0.0, coverage=True)
     assistant = tiny_base("bart", seed=1)
@@ -635,7 +637,7 @@ def test_prompt_lookup_over_copied_ids():
 
 @pytest.mark.parametrize("family_name", ["bart", "t5"])
 def test_cross_attention_pointer_is_a_distribution_in_training(family_name):
-    """A8: the base hands out attention after dropout; the pointer must still sum to one."""
+    """The base hands out attention after dropout; the pointer must still sum to one."""
     base = tiny_base(family_name)
     base.config.update({"attention_dropout": 0.3} if family_name == "bart" else {"dropout_rate": 0.3})
     for module in base.modules():  # dropout everywhere, attention weights included (BART keeps a float `dropout`)
@@ -665,7 +667,7 @@ def test_cross_attention_pointer_is_a_distribution_in_training(family_name):
     ],
 )
 def test_switched_off_copying_gives_the_bases_exact_output(family, kwargs):
-    """A9: with the switch off every generate() option sees the base's own logits."""
+    """With the switch off every generate() option sees the base's own logits."""
     base = tiny_base(family)
     model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=UNK, p_gen_bias_init=0.0).eval()
     input_ids, attention_mask, _ = source_batch()
@@ -679,7 +681,7 @@ def test_switched_off_copying_gives_the_bases_exact_output(family, kwargs):
 
 
 def test_generate_checks_extended_ids_and_takes_encoded_batches():
-    """A10: generate() skipped forward's check (it passes encoder_outputs), silently copying words not in the source."""
+    """Generate() skipped forward's check (it passes encoder_outputs), silently copying words not in the source."""
     model = wrap("bart", p_gen_bias_init=0.0)
     input_ids, attention_mask, extended = source_batch()
     wrong = extended.clone()
@@ -703,7 +705,7 @@ def test_generate_checks_extended_ids_and_takes_encoded_batches():
 
 
 def test_forward_honours_config_output_flags():
-    """A11: config.output_attentions / output_hidden_states apply when the arguments are None."""
+    """Config.output_attentions / output_hidden_states apply when the arguments are None."""
     model = wrap("bart")
     input_ids, attention_mask, extended = source_batch()
     model.config.output_hidden_states = True
@@ -721,7 +723,7 @@ def test_forward_honours_config_output_flags():
 
 @pytest.mark.parametrize("family_name", ["bart", "mbart", "marian"])
 def test_deeper_decoder_than_encoder_generates_like_the_base(family_name):
-    """B1: the cache was sized from the wrapper's num_hidden_layers (the encoder's)."""
+    """The cache was sized from the wrapper's num_hidden_layers (the encoder's)."""
     base = tiny_base(family_name)
     config = base.config
     config.update({"decoder_layers": 3, "encoder_layers": 1})
@@ -735,7 +737,7 @@ def test_deeper_decoder_than_encoder_generates_like_the_base(family_name):
 
 
 def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_widths(tmp_path):
-    """B2: evaluation logits differed in width (V + N) between batches, and the Trainer could not concatenate them."""
+    """Evaluation logits differed in width (V + N) between batches, and the Trainer could not concatenate them."""
     from datasets import Dataset
     from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
 
@@ -773,7 +775,7 @@ def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_w
 
 
 def test_resize_token_embeddings_moves_the_extended_ids():
-    """B3: resize_token_embeddings raised AttributeError."""
+    """Resize_token_embeddings raised AttributeError."""
     model = wrap("bart", p_gen_bias_init=0.0)
     embeddings = model.resize_token_embeddings(VOCAB + 6)
     assert embeddings.num_embeddings == VOCAB + 6 and model.config.vocab_size == VOCAB + 6

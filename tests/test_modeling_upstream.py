@@ -16,6 +16,7 @@ import unittest
 
 import pytest
 import torch
+from testing_utils import tiny_config
 from transformers import BartConfig, BartForConditionalGeneration
 from upstream_sources import UpstreamTestsUnavailable, import_upstream
 
@@ -97,22 +98,12 @@ class PointerGeneratorModelTester:
         self.coverage = coverage
 
     def get_base_config(self) -> BartConfig:
-        return BartConfig(
-            vocab_size=self.vocab_size,
-            d_model=self.hidden_size,
-            encoder_layers=self.num_hidden_layers,
-            decoder_layers=self.num_hidden_layers,
-            encoder_attention_heads=self.num_attention_heads,
-            decoder_attention_heads=self.num_attention_heads,
-            encoder_ffn_dim=self.intermediate_size,
-            decoder_ffn_dim=self.intermediate_size,
-            activation_function=self.hidden_act,
-            dropout=self.hidden_dropout_prob,
-            attention_dropout=self.attention_probs_dropout_prob,
-            max_position_embeddings=self.max_position_embeddings,
-            eos_token_id=self.eos_token_id,
-            bos_token_id=self.bos_token_id,
-            pad_token_id=self.pad_token_id,
+        return tiny_config(
+            "bart", self.vocab_size, d_model=self.hidden_size, layers=self.num_hidden_layers,
+            heads=self.num_attention_heads, ffn_dim=self.intermediate_size, decisive_init=False,
+            activation_function=self.hidden_act, dropout=self.hidden_dropout_prob,
+            attention_dropout=self.attention_probs_dropout_prob, max_position_embeddings=self.max_position_embeddings,
+            eos_token_id=self.eos_token_id, bos_token_id=self.bos_token_id, pad_token_id=self.pad_token_id,
             unk_token_id=self.unk_token_id,
         )
 

@@ -401,7 +401,7 @@ def test_copy_records_agree_with_generate_and_with_their_own_text(trained_copier
 
 
 def test_copy_records_of_blank_inputs_list_no_tokens(translator):
-    """Issue 28 item 11 (F11): a blank input's translation is "" whatever the model generated, but its record listed
+    """A blank input's translation is "" whatever the model generated, but its record listed
     the generated tokens, whose texts then no longer joined to the translation."""
     records = translator(["", "   ", NAMES[0]], return_copy_info=True, batch_size=2)
     for record in records:
@@ -411,7 +411,7 @@ def test_copy_records_of_blank_inputs_list_no_tokens(translator):
 
 
 def test_copy_records_of_an_nfd_source_span_its_combining_marks(translator):
-    """Issue 28 item 11 (F12): the NFC normalizer composes "e" + U+0301, whose offsets end before the mark, so the
+    """The NFC normalizer composes "e" + U+0301, whose offsets end before the mark, so the
     mark belonged to no source token and a copied "Cafe" + U+0301 pointed at "Cafe". Source tokens take in the marks
     after them, as the copied words do."""
     text = "Open Cafe\u0301 now"

@@ -70,7 +70,7 @@ def test_generate_and_batch_decode_with_num_return_sequences(tokenizer, model):
 
 
 def test_batch_decode_reads_the_spacing_records_of_a_batch_even_through_json(tokenizer, model):
-    """Issue 28 item 9: the word-level unknown token swallows the space before "3"; the batch's `oov_spacing` says
+    """The word-level unknown token swallows the space before "3"; the batch's `oov_spacing` says
     how the source spaced it, survives JSON, and is repeated per row like the tables."""
     import json
 

@@ -1,4 +1,4 @@
-"""Guaranteed copies (issue 10): protected spans come out exactly as often as the source holds them, byte for byte.
+"""Guaranteed copies (`protect=`): protected spans come out exactly as often as the source holds them, byte for byte.
 
 The guarantee is checked as a property over random sources (corpus messages with random placeholders and
 out-of-vocabulary words inserted), random batches (examples with different spans, or none) and decoding settings
@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 import torch
 from testing_utils import corpus_texts, tiny_base
-from transformers import BartConfig, BartForConditionalGeneration, LogitsProcessorList, pipeline
+from transformers import LogitsProcessorList, pipeline
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
 from hf_pgen.logits_process_pointer_generator import ProtectedSpansLogitsProcessor
@@ -36,15 +36,9 @@ def tokenizer():
     return train_shared_tokenizer(texts, "wordlevel", vocab_size=300)
 
 
-def _bart(tokenizer, seed: int) -> BartForConditionalGeneration:
-    torch.manual_seed(seed)
-    config = BartConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=128, init_std=0.2,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
-    )
-    return BartForConditionalGeneration(config).eval()
+def _bart(tokenizer, seed: int):
+    """A one-layer tiny BART over `tokenizer` (its vocabulary and special ids)."""
+    return tiny_base("bart", seed=seed, tokenizer=tokenizer, layers=1)
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import warnings
 
 import pytest
 import torch
-from testing_utils import corpus_texts
-from transformers import BartConfig, BartForConditionalGeneration, LogitsProcessor, LogitsProcessorList
+from testing_utils import corpus_texts, tiny_base
+from transformers import LogitsProcessor, LogitsProcessorList
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
 
@@ -50,16 +50,11 @@ def family_tokenizer(request):
 
 
 def _copy_model(tokenizer):
-    torch.manual_seed(0)
-    config = BartConfig(
-        vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
-        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
-    )
-    return PointerGeneratorForConditionalGeneration.from_base(
-        BartForConditionalGeneration(config), unk_token_id=tokenizer.unk_token_id
-    ).eval()
+    """A one-layer BART pointer-generator over `tokenizer` (no <s>, 256 positions): CopyTheSource replaces its scores,
+    so its weights only give the shapes."""
+    base = tiny_base("bart", tokenizer=tokenizer, d_model=16, layers=1, heads=2, max_position_embeddings=256,
+                     bos_token_id=None, decisive_init=False)
+    return PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id).eval()
 
 
 class CopyTheSource(LogitsProcessor):

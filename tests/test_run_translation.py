@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from testing_utils import PREDICT_SAMPLES, corpus_texts, run_without_hf_pgen, tiny_args, tiny_base
 
 import hf_pgen  # noqa: F401  (registers the pointer-generator with the Auto classes)
 from hf_pgen.corpus import load_en_de_messages
@@ -24,25 +25,6 @@ from training import run_translation
 from training.data.files import DataError, load_translation_splits, read_translation_file
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = (
-    "d_model=16,encoder_layers=1,decoder_layers=1,encoder_attention_heads=2,decoder_attention_heads=2,"
-    "encoder_ffn_dim=32,decoder_ffn_dim=32,max_position_embeddings=64"
-)
-PREDICT_SAMPLES = 24
-
-
-def tiny_args(output_dir, *extra, steps=24, save_steps=12):
-    return [
-        "--model_type", "bart", "--config_overrides", TINY,
-        "--train_tokenizer", "--tokenizer_type", "wordlevel", "--tokenizer_vocab_size", "600",
-        "--max_train_samples", "200", "--max_eval_samples", "16", "--max_predict_samples", str(PREDICT_SAMPLES),
-        "--max_source_length", "24", "--max_target_length", "24", "--val_max_target_length", "12",
-        "--do_train", "--do_eval", "--do_predict", "--predict_with_generate",
-        "--max_steps", str(steps), "--save_steps", str(save_steps), "--logging_steps", "6",
-        "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "32", "--learning_rate", "3e-3",
-        "--report_to", "none", "--dataloader_pin_memory", "false", "--disable_tqdm", "true",
-        "--output_dir", str(output_dir), *extra,
-    ]
 
 
 def predict_args(model_dir, output_dir, *extra):
@@ -65,12 +47,6 @@ def run_module(args, env=None, timeout=300):
     return done.stdout + done.stderr
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: threads only add synchronisation
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +143,6 @@ def test_card_snippets_run_without_hf_pgen(runs):
     pipeline Transformers 5 removed (it has no pipeline code of its own), the copy model's through its folder's."""
     import re
 
-    from testing_utils import run_without_hf_pgen
 
     code = []
     for name in ("baseline", "copy"):
@@ -349,7 +324,6 @@ def test_label_smoothing_and_a_tokenizer_without_oov_words(tmp_path, caplog):
 
 
 def test_copy_settings_are_the_config_fields():
-    from testing_utils import tiny_base
 
     from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
 
@@ -378,7 +352,6 @@ def _mbart_tokenizer(cls_name="MBartTokenizer"):
     """An mBART tokenizer (the real class, language codes included) over a small Unigram vocabulary trained on the
     corpus."""
     import transformers
-    from testing_utils import corpus_texts
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers.models.mbart.tokenization_mbart import FAIRSEQ_LANGUAGE_CODES
 
@@ -410,12 +383,9 @@ def test_mbart_language_codes(tmp_path):
 
 
 def test_mbart50_forces_the_target_code_first():
-    from transformers import BartConfig, BartForConditionalGeneration
 
     tokenizer = _mbart_tokenizer("MBart50Tokenizer")
-    model = BartForConditionalGeneration(BartConfig(vocab_size=len(tokenizer), d_model=8, encoder_layers=1,
-                                                    decoder_layers=1, encoder_attention_heads=1,
-                                                    decoder_attention_heads=1, encoder_ffn_dim=8, decoder_ffn_dim=8))
+    model = tiny_base("bart", tokenizer=tokenizer, d_model=8, layers=1, heads=1)
     data_args = run_translation.DataTrainingArguments(source_lang="en_XX", target_lang="de_DE")
     run_translation.set_language_codes(tokenizer, model, data_args)
     assert tokenizer.src_lang == "en_XX" and tokenizer.tgt_lang == "de_DE"
@@ -655,8 +625,6 @@ def test_push_to_hub_uploads_the_rendered_card(tmp_path):
     with hub_server(tmp_path / "hub") as base_url:
         run_module(args, env=client_env(base_url, tmp_path / "hf_home"), timeout=240)
         # Another machine: no hf_pgen, an empty cache, everything through the Hub's download path.
-        from testing_utils import run_without_hf_pgen
-
         stdout = run_without_hf_pgen(
             f"""
 import json
@@ -698,9 +666,6 @@ def test_oov_copy_limit_is_saved_for_later_runs_and_means_nothing_without_copyin
         predict_args(baseline_dir, tmp_path / "y", "--no_copy_mechanism", "--oov_copy_limit"))
     baseline = run_translation.build_model(model_args, data_args, AutoTokenizer.from_pretrained(baseline_dir), False, None)
     assert getattr(baseline.generation_config, "oov_copy_limit", None) is None  # a plain model has nothing to copy
-
-
-pytestmark = pytest.mark.slow  # left out by `make test-fast`
 
 
 def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_terms(tmp_path):
@@ -751,3 +716,6 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
     with pytest.raises(ValueError, match="line 1 has 1 column"):
         (tmp_path / "bad.tsv").write_text("table\n", encoding="utf-8")
         run_translation.main(predict_args(model_dir, tmp_path / "y", "--glossary", str(tmp_path / "bad.tsv")))
+
+
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.slow]  # slow: left out by `make test-fast`

@@ -1,7 +1,7 @@
 """Tests for hf_pgen.tokenization_pointer_generator (extended-vocabulary encode / decode).
 
-Real tokenizer families (word-level, WordPiece, Unigram, byte-level BPE, and the variants the reviews found
-wanting: Metaspace word-level as in the main job, SentencePiece-style BPE, subword-nmt BPE with an end-of-word
+Real tokenizer families (word-level, WordPiece, Unigram, byte-level BPE, and the variants that once
+broke: Metaspace word-level as in the main job, SentencePiece-style BPE, subword-nmt BPE with an end-of-word
 suffix) are trained once per module on real text nobody on the team wrote (see `_real_text`), with small
 vocabularies so that unknown words exist. The slow SentencePiece tokenizers of Marian and M2M100 are stand-ins built
 by tests/testing_tokenizers.py.
@@ -541,7 +541,7 @@ def test_nfd_copy_is_the_source_text(family, word):
 
 @pytest.mark.parametrize("family", UNK_FAMILIES)
 def test_a_word_written_in_nfd_and_in_nfc_comes_back_in_each_form(toks, family):
-    """Issue 28 item 11 (F15): the slot was keyed by the NFC form, so a source holding "Cafe" + U+0301 and "Café"
+    """The slot was keyed by the NFC form, so a source holding "Cafe" + U+0301 and "Café"
     came back with both in the first one's form. Each exact text has its own slot; a target in the other form than
     its source still copies the source's word."""
     tok = toks[family]
@@ -741,7 +741,7 @@ def nfkc_toks(slow_toks, tmp_path_factory):
 
 @pytest.mark.parametrize("name", ("marian", "m2m100", "opus-mt", "t5-small", "mbart-50"))
 def test_a_copy_of_an_nfkc_expanded_character_is_the_source_character(nfkc_toks, name):
-    """Issue 28 item 8: SentencePiece gives an expanded character to the last of its pieces, so a perfect copy lost
+    """SentencePiece gives an expanded character to the last of its pieces, so a perfect copy lost
     the unknown part ("½" -> "12", "㈱" -> "()", "30℃" -> "30C", "Ⅻ" -> "II") or repeated the known one ("ǅ" ->
     "Dǅ"). Now the unknown piece's slot holds the whole character and its other pieces copy as nothing."""
     tok = nfkc_toks[name]
@@ -761,7 +761,7 @@ def test_a_copy_of_an_nfkc_expanded_character_is_the_source_character(nfkc_toks,
         assert decode_with_oovs(tok, labels, table, vocab_size=V, oov_spacing=spacing) == text
         # the ids the model reads are the tokenizer's; a copy differs only where it spells or repeats a character
         assert all(e == i or e >= V or e == tok.unk_token_id for e, i in zip(ext, ids))
-    # every case of the review among them (opus-mt's vocabulary spells "Ⅻ" as "XII")
+    # every character above with an unknown piece is spelled (opus-mt's vocabulary spells "Ⅻ" as "XII")
     wanted = {"marian": 5, "m2m100": 5, "opus-mt": 4}.get(name, len(texts))
     assert len(spelled) == wanted and "The ǅ letter" in spelled and "It is 30℃ now" in spelled, spelled
     # Tables from JSON decode the same, and the copied "ǅ" starts a word wherever it goes (its "▁" went into "▁D").
@@ -879,7 +879,7 @@ def test_metaspace_copy_after_a_full_stop_keeps_the_sources_spacing(family):
 
 @pytest.mark.parametrize("family", METASPACE_WORD_FAMILIES)
 def test_spacing_survives_dataset_map_and_json(family):
-    """Issue 28 item 9: the spacing lived in a str subclass that Arrow and JSON drop, so after `Dataset.map` (the
+    """The spacing lived in a str subclass that Arrow and JSON drop, so after `Dataset.map` (the
     Trainer's path) "v2.3" with "3" unknown decoded as "v2. 3". `oov_spacing` is plain data: both keep it."""
     from datasets import Dataset
 

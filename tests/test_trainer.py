@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from testing_utils import corpus_texts
-from transformers import BartConfig, BartForConditionalGeneration, Seq2SeqTrainer, Seq2SeqTrainingArguments
+from testing_utils import corpus_texts, tiny_base
+from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_pgen import (
     PointerGeneratorForConditionalGeneration,
@@ -38,15 +38,9 @@ def tokenizer():
 
 
 def tiny_model(tokenizer, copy=True, seed=0):
-    torch.manual_seed(seed)
-    config = BartConfig(
-        vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64, dropout=0.0,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
-    )
-    base = BartForConditionalGeneration(config)
-    base.generation_config.update(max_length=16, num_beams=1, forced_eos_token_id=None)
+    """A one-layer BART over `tokenizer`, without dropout, generating up to 16 tokens; wrapped when `copy`."""
+    base = tiny_base("bart", seed=seed, tokenizer=tokenizer, d_model=16, layers=1, heads=2, max_position_embeddings=64,
+                     dropout=0.0, decisive_init=False, generation={"max_length": 16, "num_beams": 1})
     if not copy:
         return base
     return PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id,
@@ -264,7 +258,7 @@ def test_build_compute_metrics(copier_eval, tmp_path):
 
 
 def test_compute_metrics_spaces_copies_as_the_source_did(tokenizer, tmp_path):
-    """Issue 28 item 9: the word-level unknown token swallows the space before "3", and the spacing the table kept
+    """The word-level unknown token swallows the space before "3", and the spacing the table kept
     was lost on the dataset's Arrow round trip, so compute_metrics read "v2. 3". The `oov_spacing` column keeps it
     and reaches `eval_pred.oov_spacing`."""
     model = tiny_model(tokenizer)

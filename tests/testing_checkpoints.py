@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 
 from testing_tokenizers import corpus_lines, marian_checkpoint
+from testing_utils import tiny_base
 
 __all__ = ["CHECKPOINTS", "build_checkpoint", "t5_checkpoint", "bart_checkpoint", "mbart50_checkpoint",
            "marian_checkpoint", "sentencepiece_vocab"]
@@ -74,16 +75,13 @@ def t5_checkpoint(folder: str | Path, extra_ids: int = 4, d_model: int = 32, num
     the vocabulary) and a tiny `T5ForConditionalGeneration` whose width is padded past the tokenizer (t5-small: 32100
     tokens, 32128 rows) and whose config carries t5-small's `task_specific_params` (the translation prefixes).
     `d_model` / `num_layers` size the model (the benchmark trains a larger one than the tests)."""
-    import torch
-    from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
+    from transformers import T5Tokenizer
 
     vocab = sentencepiece_vocab(drop_chars="{}", special_ids=(2, -1, 1, 0))  # T5 order: <pad>, </s>, <unk>
     tokenizer = T5Tokenizer(vocab=list(vocab), extra_ids=extra_ids)
-    torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=(len(tokenizer) // 64 + 1) * 64, d_model=d_model, d_kv=d_model // 4, d_ff=2 * d_model,
-        num_layers=num_layers, num_decoder_layers=num_layers, num_heads=4, pad_token_id=0, eos_token_id=1,
-        decoder_start_token_id=0,
+    model = tiny_base(
+        "t5", (len(tokenizer) // 64 + 1) * 64, d_model=d_model, layers=num_layers, decisive_init=False,
+        generation={},  # t5-small's generation config sets neither max_length nor num_beams
         task_specific_params={
             "summarization": {"early_stopping": True, "length_penalty": 2.0, "max_length": 64, "min_length": 8,
                               "no_repeat_ngram_size": 3, "num_beams": 4, "prefix": "summarize: "},
@@ -92,7 +90,7 @@ def t5_checkpoint(folder: str | Path, extra_ids: int = 4, d_model: int = 32, num
             "translation_en_to_ro": {**T5_EN_DE, "prefix": "translate English to Romanian: "},
         },
     )
-    return _save(folder, T5ForConditionalGeneration(config), tokenizer)
+    return _save(folder, model, tokenizer)
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,40 +109,28 @@ def _byte_level_bpe(vocab_size: int = 1000) -> tuple[dict[str, int], list[tuple[
 def bart_checkpoint(folder: str | Path) -> Path:
     """A `facebook/bart-base`-shaped folder: `BartTokenizer` (byte-level BPE: nothing is out of vocabulary; `<mask>`
     last) and a tiny `BartForConditionalGeneration` with bart-base's special ids and generation settings."""
-    import torch
-    from transformers import BartConfig, BartForConditionalGeneration, BartTokenizer
+    from transformers import BartTokenizer
 
     vocab, merges = _byte_level_bpe()
     tokenizer = BartTokenizer(vocab=dict(vocab), merges=list(merges))
-    torch.manual_seed(0)
-    config = BartConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=128,
-        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_bos_token_id=0,
-        forced_eos_token_id=2,
+    model = tiny_base(
+        "bart", tokenizer=tokenizer, decisive_init=False, forced_bos_token_id=0, forced_eos_token_id=2,
+        generation=dict(num_beams=4, no_repeat_ngram_size=3, early_stopping=True, max_length=64),
     )
-    model = BartForConditionalGeneration(config)
-    model.generation_config.update(num_beams=4, no_repeat_ngram_size=3, early_stopping=True, max_length=64)
     return _save(folder, model, tokenizer)
 
 
 def mbart50_checkpoint(folder: str | Path) -> Path:
     """A `facebook/mbart-large-50`-shaped folder: `MBart50Tokenizer` (Unigram pieces, then the 52 language codes and
     `<mask>`, as on the Hub) and a tiny `MBartForConditionalGeneration` with mbart-large-50's special ids."""
-    import torch
-    from transformers import MBart50Tokenizer, MBartConfig, MBartForConditionalGeneration
+    from transformers import MBart50Tokenizer
 
     vocab = sentencepiece_vocab()  # <unk>, <s>, </s>, pieces: MBart50Tokenizer puts <s> <pad> </s> <unk> first
     tokenizer = MBart50Tokenizer(vocab=list(vocab), src_lang="en_XX", tgt_lang="ro_RO")
-    torch.manual_seed(0)
-    config = MBartConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=128,
-        scale_embedding=True, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
-        forced_eos_token_id=2,
+    model = tiny_base(
+        "mbart", tokenizer=tokenizer, decisive_init=False, scale_embedding=True, bos_token_id=0, forced_eos_token_id=2,
+        generation=dict(num_beams=5, early_stopping=True, max_length=64),
     )
-    model = MBartForConditionalGeneration(config)
-    model.generation_config.update(num_beams=5, early_stopping=True, max_length=64)
     return _save(folder, model, tokenizer)
 
 

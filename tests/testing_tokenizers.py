@@ -33,6 +33,8 @@ import io
 import json
 from pathlib import Path
 
+from testing_utils import tiny_base
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "hf_pgen" / "en_de_messages"
 
@@ -179,21 +181,6 @@ def _train_bilingual_bpe(vocab_size: int, character_coverage: float, drop_chars:
     return buffer.getvalue()
 
 
-def _tiny_seq2seq(model_type: str, tokenizer, width: int | None = None, **overrides):
-    import torch
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
-
-    torch.manual_seed(0)
-    config = AutoConfig.for_model(
-        model_type, vocab_size=width or len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2,
-        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-        max_position_embeddings=128, **overrides,
-    )
-    model = AutoModelForSeq2SeqLM.from_config(config)
-    model.generation_config.update(max_length=32, num_beams=1)
-    return model
-
-
 def marian_checkpoint(folder: str | Path, vocab_size: int = 600, character_coverage: float = 0.98) -> Path:
     """`marian_tokenizer_folder` plus a tiny random `MarianMTModel` (shared vocabulary), like an opus-mt folder.
     Its `config.vocab_size` is `len(tokenizer)`."""
@@ -202,11 +189,11 @@ def marian_checkpoint(folder: str | Path, vocab_size: int = 600, character_cover
     folder = marian_tokenizer_folder(folder, vocab_size, character_coverage)
     tokenizer = MarianTokenizer.from_pretrained(folder)
     pad = tokenizer.pad_token_id
-    model = _tiny_seq2seq(
-        "marian", tokenizer, decoder_vocab_size=len(tokenizer), pad_token_id=pad, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=pad, forced_eos_token_id=tokenizer.eos_token_id,
+    model = tiny_base(
+        "marian", tokenizer=tokenizer, decisive_init=False, forced_eos_token_id=tokenizer.eos_token_id,
+        generation=dict(max_length=32, num_beams=1, bad_words_ids=[[pad]], decoder_start_token_id=pad,
+                        pad_token_id=pad),
     )
-    model.generation_config.update(bad_words_ids=[[pad]], decoder_start_token_id=pad, pad_token_id=pad)
     model.save_pretrained(folder)
     return folder
 
@@ -223,10 +210,9 @@ def m2m100_checkpoint(folder: str | Path, vocab_size: int = 600, character_cover
 
     folder = m2m100_tokenizer_folder(folder, vocab_size, character_coverage)
     tokenizer = M2M100Tokenizer.from_pretrained(folder)
-    model = _tiny_seq2seq(
-        "m2m_100", tokenizer, width=m2m100_model_width(tokenizer), pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id,
+    model = tiny_base(
+        "m2m_100", m2m100_model_width(tokenizer), tokenizer=tokenizer, decisive_init=False,
+        forced_eos_token_id=tokenizer.eos_token_id, generation=dict(max_length=32, num_beams=1),
     )
     model.save_pretrained(folder)
     return folder

@@ -4,14 +4,6 @@ model cases (family x pointer x coverage) that the shared model tests run over, 
 
 import pytest
 import torch
-from transformers import (
-    BartConfig,
-    BartForConditionalGeneration,
-    MarianConfig,
-    MarianMTModel,
-    T5Config,
-    T5ForConditionalGeneration,
-)
 
 VOCAB = 64
 UNK = 3
@@ -27,45 +19,81 @@ TEST_CASES = [
 ]
 
 
-def tiny_base(family: str, vocab_size: int = VOCAB, seed: int = 0):
-    """A small randomly initialised base. Larger init std makes its logits decisive, as a trained model's are."""
-    torch.manual_seed(seed)
-    if family == "bart":
-        config = BartConfig(
-            vocab_size=vocab_size, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-            decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=128,
-            init_std=0.2, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
-            forced_eos_token_id=None,
-        )
-        model = BartForConditionalGeneration(config)
-    elif family == "marian":
-        config = MarianConfig(
-            vocab_size=vocab_size, decoder_vocab_size=vocab_size, d_model=32, encoder_layers=2, decoder_layers=2,
-            encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-            max_position_embeddings=128, init_std=0.2, pad_token_id=1, eos_token_id=2, decoder_start_token_id=1,
-        )
-        model = MarianMTModel(config)
-    elif family == "t5":
-        config = T5Config(
-            vocab_size=vocab_size, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
-            initializer_factor=8.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
-        )
-        model = T5ForConditionalGeneration(config)
-    elif family in ("mbart", "pegasus", "m2m_100"):
-        from transformers import AutoConfig, AutoModelForSeq2SeqLM
+# The special ids (pad, bos, eos, decoder start) of a tiny base built without a tokenizer. T5 and Marian start
+# decoding at <pad>, as their checkpoints do; the BART-like families at </s>.
+_FAMILY_IDS = {
+    "bart": dict(pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2),
+    "marian": dict(pad_token_id=1, eos_token_id=2, decoder_start_token_id=1),
+    "t5": dict(pad_token_id=0, eos_token_id=1, decoder_start_token_id=0),
+}
+_FAMILY_IDS["mbart"] = _FAMILY_IDS["pegasus"] = _FAMILY_IDS["m2m_100"] = _FAMILY_IDS["bart"]
 
-        config = AutoConfig.for_model(
-            family, vocab_size=vocab_size, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-            decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=128,
-            init_std=0.2, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
-        )
-        model = AutoModelForSeq2SeqLM.from_config(config)
+
+def _special_ids(family: str, tokenizer) -> dict:
+    """The family's ids, or the tokenizer's: decoding starts at </s> (BART-like) or at <pad> (T5, Marian)."""
+    if tokenizer is None:
+        return dict(_FAMILY_IDS[family])
+    pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
+    if family in ("t5", "marian"):
+        return dict(pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=pad)
+    return dict(pad_token_id=pad, bos_token_id=tokenizer.bos_token_id, eos_token_id=eos, decoder_start_token_id=eos)
+
+
+def tiny_config(
+    family: str, vocab_size: int | None = None, *, tokenizer=None, d_model: int = 32, layers: int = 2, heads: int = 4,
+    ffn_dim: int | None = None, decisive_init: bool = True, **overrides,
+):
+    """The config of a tiny `family` encoder-decoder: the one builder every test's tiny model comes from.
+
+    `layers`, `heads` and `ffn_dim` (default 2 * d_model) size both sides, in the family's own parameter names.
+    With `tokenizer`, the vocabulary is len(tokenizer) and the special ids are the tokenizer's; without, `vocab_size`
+    (default VOCAB) and the family's usual ids. `decisive_init` (the default) draws weights with a larger std, so that
+    random logits are decisive, as a trained model's are; False keeps the family's own init. `overrides` go to the
+    config as they are (any config field: `max_position_embeddings`, `dropout`, `scale_embedding`, ids, ...).
+    Nothing is forced at the end (`forced_eos_token_id=None`; the generation config takes it from here).
+    """
+    from transformers import AutoConfig
+
+    if vocab_size is None:
+        vocab_size = len(tokenizer) if tokenizer is not None else VOCAB
+    ffn_dim = ffn_dim or 2 * d_model
+    if family == "t5":
+        settings = dict(d_model=d_model, d_kv=d_model // heads, d_ff=ffn_dim, num_layers=layers,
+                        num_decoder_layers=layers, num_heads=heads)
+        if decisive_init:
+            settings["initializer_factor"] = 8.0
+    elif family in _FAMILY_IDS:
+        settings = dict(d_model=d_model, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=heads,
+                        decoder_attention_heads=heads, encoder_ffn_dim=ffn_dim, decoder_ffn_dim=ffn_dim,
+                        max_position_embeddings=128, forced_eos_token_id=None)
+        if decisive_init:
+            settings["init_std"] = 0.2
+        if family == "marian":
+            settings["decoder_vocab_size"] = vocab_size  # shared source and target vocabularies
     else:
-        raise ValueError(family)
-    model.generation_config.update(num_beams=1, max_length=20, bad_words_ids=None, forced_eos_token_id=None)
+        raise ValueError(f"no tiny config for family {family!r}; known: {', '.join(_FAMILY_IDS)}")
+    return AutoConfig.for_model(family, vocab_size=vocab_size, **{**settings, **_special_ids(family, tokenizer),
+                                                                   **overrides})
+
+
+def tiny_base(
+    family: str, vocab_size: int | None = None, seed: int = 0, *, tokenizer=None, generation: dict | None = None,
+    **config_overrides,
+):
+    """A small randomly initialised base of `family` (in eval mode), from `tiny_config(family, vocab_size,
+    tokenizer=..., **config_overrides)` with torch seeded by `seed`.
+
+    It generates greedily up to 20 tokens with nothing banned (nor forced, unless the config says so). `generation`,
+    when given, is applied instead, to the generation config the model derives from its config."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    config = tiny_config(family, vocab_size, tokenizer=tokenizer, **config_overrides)
+    torch.manual_seed(seed)
+    model = AutoModelForSeq2SeqLM.from_config(config)
+    if generation is None:
+        generation = {"num_beams": 1, "max_length": 20, "bad_words_ids": None}
+    model.generation_config.update(**generation)
     return model.eval()
-
-
 
 
 def source_batch(vocab_size: int = VOCAB, unk: int = UNK):
@@ -153,3 +181,29 @@ def run_without_hf_pgen(code: str, env: dict | None = None, timeout: int = 300) 
     if result.returncode != 0:
         raise AssertionError(f"subprocess failed ({result.returncode}):\n{result.stderr[-4000:]}")
     return result.stdout
+
+
+# -- training.run_translation command lines ---------------------------------------------------------------------------
+
+# A tiny BART for `--model_type bart --config_overrides` (the sizes of test_trainer's tiny model).
+TINY = (
+    "d_model=16,encoder_layers=1,decoder_layers=1,encoder_attention_heads=2,decoder_attention_heads=2,"
+    "encoder_ffn_dim=32,decoder_ffn_dim=32,max_position_embeddings=64"
+)
+PREDICT_SAMPLES = 24
+
+
+def tiny_args(output_dir, *extra, steps=24, save_steps=12):
+    """run_translation arguments that train the tiny BART and a word-level tokenizer on 200 corpus pairs for `steps`
+    steps, then evaluate on 16 and predict PREDICT_SAMPLES; `extra` arguments go last."""
+    return [
+        "--model_type", "bart", "--config_overrides", TINY,
+        "--train_tokenizer", "--tokenizer_type", "wordlevel", "--tokenizer_vocab_size", "600",
+        "--max_train_samples", "200", "--max_eval_samples", "16", "--max_predict_samples", str(PREDICT_SAMPLES),
+        "--max_source_length", "24", "--max_target_length", "24", "--val_max_target_length", "12",
+        "--do_train", "--do_eval", "--do_predict", "--predict_with_generate",
+        "--max_steps", str(steps), "--save_steps", str(save_steps), "--logging_steps", "6",
+        "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "32", "--learning_rate", "3e-3",
+        "--report_to", "none", "--dataloader_pin_memory", "false", "--disable_tqdm", "true",
+        "--output_dir", str(output_dir), *extra,
+    ]
