@@ -8,11 +8,12 @@ import warnings
 import pytest
 import torch
 from testing_oracles import CopyTheSource, oracle_copy_model
-from testing_utils import corpus_texts
+from testing_utils import corpus_texts, tiny_base
 from transformers import LogitsProcessorList
 
 from hf_pgen import PointerGeneratorProcessor
 from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION, Glossary, annotate, check_annotation
+from hf_pgen.tokenizer_training import train_shared_tokenizer
 
 
 # ------------------------------------------------------------------------------------------------ the term base
@@ -85,8 +86,6 @@ def test_the_annotation_records_where_targets_and_its_own_text_stand():
 # --------------------------------------------------------------------------------- processor, model, pipeline
 @pytest.fixture(scope="module")
 def bpe_tokenizer():
-    from hf_pgen.tokenizer_training import train_shared_tokenizer
-
     return train_shared_tokenizer(corpus_texts("train", limit=1500), "bpe", vocab_size=700)
 
 
@@ -139,18 +138,11 @@ def test_the_annotation_is_saved_with_the_model_and_read_back_by_the_processor_a
 
 
 def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_it_cannot_spell(bpe_tokenizer):
-    from transformers import BartConfig, BartForConditionalGeneration, pipeline
-
-    from hf_pgen.tokenizer_training import train_shared_tokenizer
+    from transformers import pipeline
 
     def plain(tokenizer):
-        torch.manual_seed(0)
-        return BartForConditionalGeneration(BartConfig(
-            vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
-            pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
-            decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
-        )).eval()
+        return tiny_base("bart", tokenizer=tokenizer, d_model=16, layers=1, heads=2, bos_token_id=None,
+                         max_position_embeddings=64)
 
     pipe = pipeline("translation", model=plain(bpe_tokenizer), tokenizer=bpe_tokenizer)
     outputs = pipe(["Free storage and storage", "Open it"], glossary={"storage": "Speicher"}, max_new_tokens=16)
@@ -166,8 +158,6 @@ def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_i
 
 
 def test_a_copy_model_gets_a_term_its_vocabulary_cannot_spell_written_into_its_source_and_placed():
-    from hf_pgen.tokenizer_training import train_shared_tokenizer
-
     words = train_shared_tokenizer(corpus_texts("train", limit=800), "wordlevel", vocab_size=300)
     model = oracle_copy_model(words)
     processor = PointerGeneratorProcessor.from_model(model, words)
@@ -189,8 +179,6 @@ SETTING_IDS = ["greedy", "beam3", "sample-2returns"]
 
 @pytest.fixture(scope="module", params=FAMILIES)
 def family_tokenizer(request):
-    from hf_pgen.tokenizer_training import train_shared_tokenizer
-
     return request.param, train_shared_tokenizer(
         corpus_texts("train", limit=1500), request.param, vocab_size=400 if request.param == "wordlevel" else 700
     )

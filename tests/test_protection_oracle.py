@@ -11,10 +11,11 @@ import warnings
 
 import pytest
 import torch
-from testing_utils import corpus_texts, tiny_base
-from transformers import LogitsProcessor, LogitsProcessorList
+from testing_oracles import CopyTheSource, oracle_copy_model
+from testing_utils import corpus_texts
+from transformers import LogitsProcessorList
 
-from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
+from hf_pgen import PointerGeneratorProcessor
 
 FAMILIES = ("wordlevel", "unigram", "wordpiece", "bpe")
 # Text that begins like a span, spans whose tokens begin other spans', spans next to each other and at the edges.
@@ -49,33 +50,6 @@ def family_tokenizer(request):
     return request.param, train_shared_tokenizer(texts, request.param, vocab_size=400 if request.param == "wordlevel" else 700)
 
 
-def _copy_model(tokenizer):
-    """A one-layer BART pointer-generator over `tokenizer` (no <s>, 256 positions): CopyTheSource replaces its scores,
-    so its weights only give the shapes."""
-    base = tiny_base("bart", tokenizer=tokenizer, d_model=16, layers=1, heads=2, max_position_embeddings=256,
-                     bos_token_id=None, decisive_init=False)
-    return PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id).eval()
-
-
-class CopyTheSource(LogitsProcessor):
-    """A perfect copier's scores: the source's next token (its extended id) at 0, every other token far below, at
-    random (so that whatever protection bans, the row takes something else, and the difference shows)."""
-
-    def __init__(self, targets: list[list[int]], eos: int, seed: int = 0):
-        self.targets, self.eos = targets, eos
-        self.generator = torch.Generator().manual_seed(seed)
-
-    def __call__(self, input_ids, scores):
-        rows, width = scores.shape
-        per = rows // len(self.targets)
-        step = input_ids.shape[1] - 1  # after the decoder start token
-        out = -40.0 + 10.0 * torch.rand(rows, width, generator=self.generator)
-        for row in range(rows):
-            target = self.targets[row // per]
-            out[row, target[step] if step < len(target) else self.eos] = 0.0
-        return out
-
-
 def _decode(model, processor, sources, protect, settings):
     batch = processor(sources, protect=protect, return_tensors="pt", padding=True)
     targets = [ids[mask.bool()].tolist() for ids, mask in zip(batch["extended_input_ids"], batch["attention_mask"])]
@@ -101,7 +75,7 @@ SETTINGS = [
 @pytest.mark.parametrize("settings", SETTINGS, ids=["greedy", "beam3", "beam3-2returns", "sample-2returns"])
 def test_a_perfect_copy_comes_out_unchanged_on_tricky_sources(family_tokenizer, settings):
     family, tokenizer = family_tokenizer
-    model = _copy_model(tokenizer)
+    model = oracle_copy_model(tokenizer)
     processor = PointerGeneratorProcessor.from_model(model, tokenizer)
     torch.manual_seed(0)
     for source, protect in TRICKY:
@@ -128,7 +102,7 @@ def _random_case(rng: random.Random, base: list[str]):
 @pytest.mark.parametrize("settings", SETTINGS[:2] + SETTINGS[3:], ids=["greedy", "beam3", "sample-2returns"])
 def test_a_perfect_copy_comes_out_unchanged_on_random_sources_and_spans(family_tokenizer, settings):
     family, tokenizer = family_tokenizer
-    model = _copy_model(tokenizer)
+    model = oracle_copy_model(tokenizer)
     processor = PointerGeneratorProcessor.from_model(model, tokenizer)
     rng = random.Random(hash(family) % 1000)
     base = corpus_texts("test", limit=300)
@@ -154,7 +128,7 @@ def test_a_budget_too_short_for_the_spans_places_whole_spans_never_a_fragment(fa
     from hf_pgen.placeholders import placeholder_spans
 
     family, tokenizer = family_tokenizer
-    model = _copy_model(tokenizer)
+    model = oracle_copy_model(tokenizer)
     processor = PointerGeneratorProcessor.from_model(model, tokenizer)
     source = "Delete %(name)s from {folder} and {x}"
     allowed = {source[a:b] for a, b in placeholder_spans(source)}

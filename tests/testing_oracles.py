@@ -5,7 +5,8 @@ and anything a rule of ours changes shows as a difference."""
 from __future__ import annotations
 
 import torch
-from transformers import BartConfig, BartForConditionalGeneration, LogitsProcessor
+from testing_utils import tiny_base
+from transformers import LogitsProcessor
 
 from hf_pgen import PointerGeneratorForConditionalGeneration
 
@@ -32,12 +33,8 @@ class CopyTheSource(LogitsProcessor):
 
 
 def oracle_copy_model(tokenizer) -> PointerGeneratorForConditionalGeneration:
-    """The tiny copy model the oracles drive (its own scores do not matter: the oracle's replace them)."""
-    torch.manual_seed(0)
-    base = BartForConditionalGeneration(BartConfig(
-        vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
-        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
-    ))
+    """A one-layer BART pointer-generator over `tokenizer` (no <s>, 256 positions): the oracle replaces its scores, so
+    its weights only give the shapes."""
+    base = tiny_base("bart", tokenizer=tokenizer, d_model=16, layers=1, heads=2, max_position_embeddings=256,
+                     bos_token_id=None, decisive_init=False)
     return PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id).eval()
