@@ -545,6 +545,11 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         # (example, ids) -> (remaining, end of the last occurrence, its span) of last step's rows whose rules a child
         # may keep (see _carry_on), and this step's
         self._carried: dict[tuple[int, tuple[int, ...]], tuple] = {}
+        # Rows (example, ids) whose top token was EOS while spans remained, so that they started one instead: the
+        # span started there is the rule's, not the model's, and the row finishes it (see `_rules`).
+        self._ended_into: set[tuple[int, tuple[int, ...]]] = set()
+        # The same for beams and samples: per row, the span starts whose scores were raised to EOS's (__call__).
+        self._lifted: dict[tuple[int, tuple[int, ...]], set[int]] = {}
         self._carrying: dict[tuple[int, tuple[int, ...]], tuple] = {}
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
         self._ceilings_for: tuple | None = None  # (width, dtype, device) of the scores they were built for
@@ -599,7 +604,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
 
     def _rules(
         self, ex: _Example, g: list[int], remaining: tuple[int, ...], last_end: int, last_span: int | None,
-        tail_start: int, budget: int | None,
+        tail_start: int, budget: int | None, committed: bool = False,
     ) -> tuple[list[int] | None, set[int], list[int], frozenset[int], list[int], bool]:
         """The rules for one row: (tokens it must choose among or None, ban components (`_Example.components`),
         single tokens it must not choose, tokens no component or invented-placeholder ban may take (a remaining
@@ -609,6 +614,13 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         length = len(g)
         tail = tuple(g[tail_start:])
         rules = ex.tail_rules(tail, remaining)
+        if committed and tail and rules.after == remaining and rules.continuations:
+            # The span was started where the model wanted to end (see `_decide`): a fragment of it is text the model
+            # never chose, and leaving it there would let the row start the span again and again, as it keeps
+            # wanting to end, until the budget forces it whole. It finishes the span now.
+            fitting = [t for t, still, _ in rules.continuations if budget is None or still <= budget]
+            allowed = fitting or [t for t, _, _ in rules.continuations]
+            return allowed, set(ex.base_parts), list(rules.banned), rules.opening, [], False
         remaining = rules.after  # once the tail resolves: what the spans still to start need
         parts = set(ex.base_parts)
         hard = list(rules.banned)  # bans that nothing lifts
@@ -707,12 +719,16 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if state is None:
             return None
         width = scores.shape[-1]
-        allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget)
+        tail_start = state[3]
+        prefix = (index, tuple(g[:tail_start]))
+        committed = tail_start < len(g) and (prefix in self._ended_into or g[tail_start] in self._lifted.get(prefix, ()))
+        allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget, committed=committed)
         if carries:
             self._carrying[(index, key)] = state[:3]
         if allowed is None and starts and self.eos and self._wants_end(scores, row):
             # EOS is the row's top token but spans remain: it places one now (the model chooses which; for beams and
-            # samples the starts also get EOS's score, see __call__).
+            # samples the starts also get EOS's score, see __call__), and finishes it (`_rules`).
+            self._ended_into.add((index, key))
             banned_set = set(banned)
             allowed = [t for t in starts if t not in banned_set and (t in opening or not ex.bans(t, (), parts))] or None
         if allowed is None and ex.has_neighbours:
@@ -868,12 +884,14 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         for ex in self.examples:
             ex.next_step()
         self._carrying = {}
+        row_keys: list[tuple[int, tuple[int, ...]] | None] = [None] * rows
         for row, g in enumerate(input_ids.tolist()):
             index = min(row // per_example, last)
             ex = self.examples[index]
             if not self._active[index]:
                 continue  # nothing protected in this example: left alone entirely
             key = tuple(g)
+            row_keys[row] = (index, key)
             decision = decisions.get((index, key), _UNDECIDED)
             if decision is _UNDECIDED:
                 decision = decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, row)
@@ -911,7 +929,11 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 [t for starts in fallback.values() for t in starts], device=device)
             ends = scores[:, self.eos].amax(-1)  # (rows,)
             current = out[rows_, ids_]
-            out[rows_, ids_] = torch.where(current == -float("inf"), current, torch.maximum(current, ends[rows_]))
+            raised = (current != -float("inf")) & (current < ends[rows_])
+            out[rows_, ids_] = torch.where(raised, ends[rows_], current)
+            # A start taken at a raised score is the rule's choice: the row finishes that span (`_rules`).
+            for row, token in zip(rows_[raised].tolist(), ids_[raised].tolist()):
+                self._lifted.setdefault(row_keys[row], set()).add(token)
         if keep_rows:
             kept_rows, kept_ids = torch.tensor(keep_rows, device=device), torch.tensor(keep_ids, device=device)
             out[kept_rows, kept_ids] = scores[kept_rows, kept_ids]

@@ -484,7 +484,7 @@ def _protected_spans_for_batch(
             for target, start, end in term["targets"] if term else ():
                 if start is None:  # not in the source: spelled from the vocabulary
                     entry = by_text.setdefault(target, {"count": 0, "variants": [], "context": [], "cut": False,
-                                                        "follows": set(), "term": True})
+                                                        "follows": set(), "term": True, "covered": set()})
                     entry["count"] += 1
                     entry["variants"] += [v for v in speller.alone(target)] + [speller.strip(v) for v in
                                                                                speller.alone(target)]
@@ -520,8 +520,13 @@ def _protected_spans_for_batch(
                         context.append(own)
                 variants += [speller.strip(v) for v in variants]
                 entry = by_text.setdefault(span_text, {"count": 0, "variants": [], "context": [], "cut": False,
-                                                       "follows": set(), "term": kinds[(start, end)] == "term"})
-                entry["count"] += 1
+                                                       "follows": set(), "term": kinds[(start, end)] == "term",
+                                                       "covered": set()})
+                # Occurrences are counted in tokens: two inside one source token ("1" twice in "121") are one
+                # occurrence of its copy, which is all the output scan can count.
+                if not (context and tuple(covering) in entry["covered"]):
+                    entry["count"] += 1
+                entry["covered"].add(tuple(covering))
                 if covering and covering[-1] + 1 < len(ids) and mask[covering[-1] + 1]:
                     entry["follows"].add(ids[covering[-1] + 1])  # the source reads the span as itself before it
                 entry["variants"] += variants

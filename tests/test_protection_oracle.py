@@ -104,7 +104,7 @@ def test_a_perfect_copy_comes_out_unchanged_on_random_sources_and_spans(family_t
     family, tokenizer = family_tokenizer
     model = oracle_copy_model(tokenizer)
     processor = PointerGeneratorProcessor.from_model(model, tokenizer)
-    rng = random.Random(hash(family) % 1000)
+    rng = random.Random(family)  # a str seed is stable across processes (hash() is not)
     base = corpus_texts("test", limit=300)
     checked = 0
     while checked < 12:
