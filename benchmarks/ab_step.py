@@ -8,6 +8,7 @@ config and weights) and times one forward step of each in rotation, the cache cr
 
     python -m benchmarks.ab_step --against HEAD                  # uncommitted changes vs the last commit
     python -m benchmarks.ab_step --against HEAD~1 --batch 16 --beams 4 --steps 200
+    python -m benchmarks.ab_step --against HEAD --size opus-mt --rounds 4  # the size users wrap (Marian, V = 58K)
 
 The other revision's package is extracted with `git archive` into a temporary folder and imported under another
 name (`hf_pgen` imports its own modules relatively). It also reports whether the two copy models' logits agree.
@@ -39,7 +40,7 @@ import torch  # noqa: E402
 from hf_pgen import PointerGeneratorForConditionalGeneration  # noqa: E402
 
 from .measure_models import decoding_step_states, time_steps_in_rotation  # noqa: E402
-from .workloads import bart_config, build  # noqa: E402
+from .workloads import bart_config, build, marian_config  # noqa: E402
 
 _OTHER_PACKAGE = "hf_pgen_against"
 
@@ -61,7 +62,11 @@ def import_revision(revision: str, into: Path):
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", default="HEAD", help="git revision to compare the working tree with")
-    parser.add_argument("--size", default="small", choices=["small", "medium"])
+    parser.add_argument(
+        "--size", default="small", choices=["small", "medium", "opus-mt"],
+        help="BART shapes of benchmarks.workloads.SIZES, or opus-mt: Helsinki-NLP/opus-mt-en-de's Marian shape "
+        "(d_model 512, 6 + 6 layers, vocabulary 58,101; --vocab is ignored), built from a config",
+    )
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--beams", type=int, default=1, help="rows per source, laid out as beam search lays them")
     parser.add_argument("--steps", type=int, default=400, help="measured steps per model")
@@ -71,7 +76,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=2, help="fresh builds, the copy models' order alternating")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    config = bart_config(args.size, args.vocab, args.source_length)
+    if args.size == "opus-mt":
+        config = marian_config(args.source_length)
+    else:
+        config = bart_config(args.size, args.vocab, args.source_length)
 
     rounds = []  # per round: {name: median seconds}
     with tempfile.TemporaryDirectory() as folder:
@@ -95,6 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     names = ["base", *wrappers]
     mean = {name: statistics.fmean(r[name] for r in rounds) for name in names}
+    median_difference = statistics.median(r["working tree"] - r[args.against] for r in rounds)
     result = {"rows": f"{args.batch} x {args.beams}", "max_logit_difference": difference, "steps_ms": {},
               "rounds_ms": [{name: r[name] * 1e3 for name in names} for r in rounds]}
     print(f"{args.size}, batch {args.batch} x {args.beams} rows per source, {args.steps} steps each (median), "
@@ -105,6 +114,8 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  {name:>14}: {mean[name] * 1e3:8.3f} ms{extra}")
     per_round = ", ".join(f"{(r['working tree'] - r[args.against]) * 1e3:+.3f}" for r in rounds)
     print(f"  working tree - {args.against}, per round (the working tree built last in rounds 1, 3, ...): {per_round} ms")
+    print(f"  working tree - {args.against}, median over rounds: {median_difference * 1e3:+.3f} ms")
+    result["median_difference_ms"] = median_difference * 1e3
     print(f"  the copy models' log-probabilities differ by at most {difference:.3g}")
     return result
 
