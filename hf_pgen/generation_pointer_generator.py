@@ -18,7 +18,6 @@ import inspect
 from typing import Any
 
 import torch
-from torch import nn
 from transformers import GenerationMixin, LogitsProcessor, LogitsProcessorList
 from transformers.cache_utils import EncoderDecoderCache
 from transformers.generation.candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
@@ -64,9 +63,6 @@ class PointerGeneratorCache(EncoderDecoderCache):
         self.pointer_query: tuple[torch.Tensor, torch.Tensor] | None = None
         self.rows_per_source = 1  # r: consecutive rows decoding the same source (beam search's hypotheses)
         self.switch_context_scores: torch.Tensor | None = None  # (B, S, 1): the switch's weight on each source state
-        # The module embedding the decoder inputs, for the switch: get_input_embeddings walks the base's attributes
-        # (20 us), so a generation looks it up once.
-        self.input_embeddings: nn.Module | None = None
 
     @property
     def pointer_coverage(self) -> torch.Tensor | None:
@@ -118,7 +114,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
 
     def reset(self):
         super().reset()
-        self.coverage_history = self.num_extended_slots = self.input_embeddings = self.pointer_query = None
+        self.coverage_history = self.num_extended_slots = self.pointer_query = None
         self.rows_per_source = 1
         for name in self._SOURCE_STATE:
             setattr(self, name, None)

@@ -430,7 +430,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         decoder_states = getattr(output, "last_hidden_state", None)  # (B, T, D_dec)
         if decoder_states is None:
             decoder_states = output[0]
-        keys, query, padding, context_scores, input_embeddings = self._source_features(
+        keys, query, padding, context_scores = self._source_features(
             encoder_states, attention_mask, cache
         )
         pointer_attention, coverage_before = self._pointer_attention(
@@ -441,7 +441,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             # Only the dedicated pointer's scores read coverage back at later steps.
             cache.append_coverage(coverage_before + pointer_attention)
         switch_logit = self._switch_logit(
-            pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds, input_embeddings
+            pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
         )  # (B, T, 1)
         mixture = None
         if mixed_source is not None:
@@ -635,12 +635,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         and keeps it in the cache: the pointer's keys and query (without a cache `keys(...)` (B, A, S) and None; with
         one the encoder states, one per source (B / r, S, D_enc), and `decoding_query()`; both None for the
         cross-attention pointer), the source padding (B, 1, S) bool or None, the switch's per-source scores
-        (B, S, 1), and the module embedding decoder inputs."""
+        (B, S, 1)."""
         if isinstance(cache, PointerGeneratorCache) and cache.switch_context_scores is not None:
-            return (
-                cache.pointer_keys, cache.pointer_query, cache.source_padding, cache.switch_context_scores,
-                cache.input_embeddings,
-            )
+            return cache.pointer_keys, cache.pointer_query, cache.source_padding, cache.switch_context_scores
         padding = None if attention_mask is None else ~attention_mask.bool().unsqueeze(1)
         rows_per_source = 1
         decoding = isinstance(cache, PointerGeneratorCache)
@@ -659,12 +656,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         context_scores = self.copy_switch.context_scores(sources)  # (B / r, S, 1)
         if rows_per_source > 1:
             context_scores = context_scores.repeat_interleave(rows_per_source, dim=0)  # (B, S, 1)
-        input_embeddings = self.base.get_input_embeddings()
         if decoding:
             cache.pointer_keys, cache.pointer_query, cache.source_padding = keys, query, padding
-            cache.switch_context_scores, cache.input_embeddings = context_scores, input_embeddings
+            cache.switch_context_scores = context_scores
             cache.rows_per_source = rows_per_source
-        return keys, query, padding, context_scores, input_embeddings
+        return keys, query, padding, context_scores
 
     def _pointer_attention(self, decoder_states, keys, query, padding, attention_mask, cross_attentions, coverage):
         if self.pointer is not None:
@@ -732,15 +728,14 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             )
 
     def _switch_logit(
-        self, pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds,
-        input_embeddings,
+        self, pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
     ) -> torch.Tensor:
         if self.config.force_p_gen is not None:
             p = self.config.force_p_gen
             value = math.inf if p == 1.0 else -math.inf if p == 0.0 else math.log(p / (1.0 - p))
             return decoder_states.new_full((*decoder_states.shape[:2], 1), value, dtype=torch.float32)
         if decoder_inputs_embeds is None:
-            decoder_inputs_embeds = input_embeddings(decoder_input_ids)  # (B, T, E)
+            decoder_inputs_embeds = self.base.get_input_embeddings()(decoder_input_ids)  # (B, T, E)
         return self.copy_switch(pointer_attention, context_scores, decoder_states, decoder_inputs_embeds)
 
     # -- input checks ---------------------------------------------------------------------------------------------
