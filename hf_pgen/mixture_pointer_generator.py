@@ -148,7 +148,7 @@ def mix_vocab_logits(
     Without autograd, two passes over the vocabulary: the log-softmax (in place in `vocab_logits` when the caller says
     they are scratch, i.e. no longer needed) and one write of log p_gen + log P_vocab into the wider result; then the
     S source ids alone are mixed. Padding first and normalising the padded copy, as autograd needs, costs a third pass
-    over (B, T, V + N), and at 64 rows of a 32K vocabulary each pass is about a millisecond of a decoding step.
+    over (B, T, V + N), which measurably slowed beam search's decoding steps at opus-mt size.
     """
     with_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (vocab_logits, *copy_side))
     if with_grad:
@@ -243,7 +243,7 @@ def _rows_per_source(encoder_states: torch.Tensor, attention_mask: torch.Tensor 
     r times), read off the rows themselves; 1 when they are not grouped. Once per generation.
 
     The run length is guessed from each row's first state and padding, then checked on every state with
-    `torch.equal` (no (B, S * D) comparison tensor: at 64 rows of 256 x 256 states the check took 19 ms, now 5 ms).
+    `torch.equal`, which builds no (B, S * D) comparison tensor.
     """
     rows = encoder_states.shape[0]
     same_as_first = (encoder_states[:, 0] == encoder_states[:1, 0]).all(-1)  # (B,)

@@ -83,9 +83,9 @@ class PointerAttention(nn.Module):
             scale * (W_q s + b_q) . (W_k h_i) = (M s + c) . h_i,   M = scale * W_k^T W_q,  c = scale * W_k^T b_q
 
         Generation forms them once and scores each step's decoder states s against the encoder states h themselves, so
-        no keys are projected for a source: at 16 sources of 256 states that projection took 10.5 ms of the first
-        step, and its (S, A) result per source was as large as the encoder states it came from. The scores equal those
-        from `keys` up to float rounding.
+        no keys are projected for a source (kept because projected keys made every decoding step measurably slower at
+        opus-mt size, see benchmarks/README.md "Speed work paid back"). The scores equal those from `keys` up to float
+        rounding.
         """
         weight = (self.key.weight.t() @ self.query.weight) * self.scale  # (D_enc, D_dec)
         bias = (self.key.weight.t() @ self.query.bias) * self.scale  # (D_enc,)
@@ -409,11 +409,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
     def _copy_step_after_decoder(self, module, args, kwargs, output) -> None:
         """Forward hook on the base's decoder: the pointer attention and the copy switch, from the decoder's output.
 
-        They run here, between the base's decoder and its LM head, and not after the base returns: the LM head streams
-        the whole (V, D) output embedding through the CPU caches, and small ops right after it ran 5-10x slower than
-        warm (V = 32K, batch 1: the pointer 0.35-0.4 ms against 0.04 ms). Here, pointer and switch together took 0.41
-        ms of a decoding step at batch 1 instead of 0.67 ms, and 1.0 ms instead of 1.37 ms at batch 16. (Asking the
-        base for every layer's hidden states instead would also cost a tuple per step.)
+        The one seam between this model and the base: `forward` leaves its inputs in `_copy_step.inputs`, the hook
+        leaves its results in `_copy_step.outputs`. A hook reads the decoder's final states and the encoder states
+        from any family without asking the base for every layer's hidden states, and it runs the copy step before the
+        LM head streams the output embedding through the caches (see benchmarks/README.md "Speed work paid back").
         """
         if self._copy_step.inputs is None:
             return  # the decoder called on its own, not through this model's forward
