@@ -21,10 +21,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from hf_pgen.mixture_pointer_generator import extended_log_probs, gold_log_probs, mix_into_log_probs
+from hf_pgen.mixture_pointer_generator import gold_log_probs
 
 from .harness import log, speedup, time_call, time_fresh
 from .reference import (
+    extended_log_probs,
+    mix_into_log_probs,
     padded_log_softmax,
     reference_copy_step,
     reference_copy_step_tuned,

@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
-from hf_pgen.mixture_pointer_generator import extended_log_probs, gold_log_probs, mix_into_log_probs
+from hf_pgen.mixture_pointer_generator import gold_log_probs
 
 from .harness import log
-from .reference import padded_log_softmax, reference_copy_step
+from .reference import extended_log_probs, mix_into_log_probs, padded_log_softmax, reference_copy_step
 from .workloads import UNK, bart_config, build, make_labels, make_source, mixture_inputs
 
 __all__ = ["bench_profile"]

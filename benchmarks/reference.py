@@ -16,6 +16,10 @@ Every function computes in the dtype of its inputs and reads `switch_logit` = lo
 sigmoid(20) to 1 and loses the copy side altogether).
 
 Shapes: B = batch, T = target positions, S = source positions, V = vocabulary, N = extended slots.
+
+The last two functions are the other side of those comparisons: `hf_pgen`'s vectorised mixture composed whole
+(`extended_log_probs`, `mix_into_log_probs`). The library itself never needs them in one piece (forward and
+generation call its parts), so they live here with their only callers, the benchmarks and the tests.
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from hf_pgen.mixture_pointer_generator import copy_side_of_mixture, first_occurrence, mix_copy_side, mix_vocab_logits
+
 __all__ = [
+    "extended_log_probs",
+    "mix_into_log_probs",
     "padded_log_softmax",
     "reference_copy_step",
     "reference_copy_step_tuned",
@@ -51,7 +59,7 @@ def reference_copy_step(
         for b, s: dist[b, :, ids[b, s]] += (1 - p_gen[b]) * a[b, :, s]
         return log(dist)
 
-    What `hf_pgen.mixture_pointer_generator.mix_into_log_probs` computes; `log_p_vocab` is not modified. The ids are
+    What `mix_into_log_probs` computes; `log_p_vocab` is not modified. The ids are
     read as Python ints (`tolist()`): indexing with the 0-dim tensor `ids[b, s]` instead is ~10% slower.
     """
     batch, source_len = extended_input_ids.shape
@@ -146,3 +154,41 @@ def reference_smoothed(
             dist = _row_distribution(vocab_logits, pointer_attention, extended_input_ids, switch_logit, b, t, width)
             out[b, t] = dist[classes].log().mean()
     return out
+
+
+# -- hf_pgen's vectorised mixture, composed whole -----------------------------------------------------------------
+
+
+def extended_log_probs(
+    vocab_logits: torch.Tensor,
+    pointer_attention: torch.Tensor,
+    extended_input_ids: torch.Tensor,
+    switch_logit: torch.Tensor,
+    num_extended_slots: int,
+    source_first_occurrence: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The full mixture: (B, T, V + N) float32 log-probabilities. Slots a row does not have stay at -inf.
+
+    `source_first_occurrence` (from `first_occurrence`) may be passed when the same sources are mixed repeatedly.
+    """
+    if source_first_occurrence is None:
+        source_first_occurrence = first_occurrence(extended_input_ids)
+    copy_side = copy_side_of_mixture(pointer_attention, switch_logit.unsqueeze(-1), source_first_occurrence)
+    return mix_vocab_logits(vocab_logits, extended_input_ids, copy_side, num_extended_slots)
+
+
+def mix_into_log_probs(
+    log_p_vocab: torch.Tensor,
+    pointer_attention: torch.Tensor,
+    extended_input_ids: torch.Tensor,
+    switch_logit: torch.Tensor,
+    source_first_occurrence: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The copy step of the mixture, given log P_vocab (B, T, V + N) (-inf on extended slots): (B, T, V + N).
+
+    Without autograd `log_p_vocab` is updated in place and returned.
+    """
+    if source_first_occurrence is None:
+        source_first_occurrence = first_occurrence(extended_input_ids)
+    copy_side = copy_side_of_mixture(pointer_attention, switch_logit.unsqueeze(-1), source_first_occurrence)
+    return mix_copy_side(log_p_vocab, extended_input_ids, copy_side)

@@ -9,7 +9,14 @@ Synthetic sources (`make_source`) carry 5% out-of-vocabulary words: the unknown 
 from __future__ import annotations
 
 import torch
-from transformers import BartConfig, BartForConditionalGeneration, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoModelForSeq2SeqLM,
+    BartConfig,
+    BartForConditionalGeneration,
+    MarianConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, find_protected_spans
 
@@ -20,6 +27,7 @@ __all__ = [
     "build",
     "make_labels",
     "make_source",
+    "marian_config",
     "mixture_inputs",
     "protection_workload",
 ]
@@ -49,13 +57,27 @@ def bart_config(size: str, vocab: int, max_len: int, **special_ids: int) -> Bart
     )
 
 
+def marian_config(max_len: int) -> MarianConfig:
+    """Helsinki-NLP/opus-mt-en-de's shape (d_model 512, 6 + 6 layers, 8 heads, ffn 2048, vocabulary 58,101, tied
+    embeddings, static positions), randomly initialised: the size most users wrap, built from a config (no download)."""
+    return MarianConfig(
+        vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+        decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048, scale_embedding=True,
+        max_position_embeddings=max(512, max_len + 8), pad_token_id=58100, decoder_start_token_id=58100,
+        eos_token_id=0, unk_token_id=UNK,
+    )
+
+
 def build(
-    kind: str, config: BartConfig, device: str, seed: int = 0, wrapper: type = PointerGeneratorForConditionalGeneration
+    kind: str, config: BartConfig | MarianConfig, device: str, seed: int = 0, wrapper: type = PointerGeneratorForConditionalGeneration
 ) -> PreTrainedModel:
-    """`"base"`: the plain BART; `"pg"`: the pointer-generator around it (default copy settings). Same seed, same
-    base weights. `wrapper`: the copy model's class (`benchmarks.ab_step` passes another revision's)."""
+    """`"base"`: the plain BART (or Marian, for a `marian_config`); `"pg"`: the pointer-generator around it (default
+    copy settings). Same seed, same base weights. `wrapper`: the copy model's class (`benchmarks.ab_step` passes
+    another revision's)."""
     torch.manual_seed(seed)
-    model = BartForConditionalGeneration(config)
+    model = BartForConditionalGeneration(config) if isinstance(config, BartConfig) else (
+        AutoModelForSeq2SeqLM.from_config(config)
+    )
     if kind == "pg":
         model = wrapper.from_base(model, unk_token_id=config.unk_token_id)
     return model.to(device)

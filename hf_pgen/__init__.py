@@ -11,13 +11,12 @@ from .data_collator import DataCollatorForPointerGenerator
 from .generation_pointer_generator import OOVCopyLimitLogitsProcessor
 from .glossary import Glossary
 from .logits_process_pointer_generator import ProtectedSpansLogitsProcessor
-from .modeling_pointer_generator import (
-    PointerGeneratorForConditionalGeneration,
+from .modeling_outputs_pointer_generator import (
     PointerGeneratorGenerateBeamOutput,
     PointerGeneratorGenerateOutput,
-    PointerGeneratorPreTrainedModel,
     PointerGeneratorSeq2SeqLMOutput,
 )
+from .modeling_pointer_generator import PointerGeneratorForConditionalGeneration, PointerGeneratorPreTrainedModel
 from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline, _register_pipeline_tasks
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import find_protected_spans
@@ -43,7 +42,7 @@ AutoConfig.register(PointerGeneratorConfig.model_type, PointerGeneratorConfig, e
 AutoModel.register(PointerGeneratorConfig, PointerGeneratorForConditionalGeneration, exist_ok=True)
 AutoModelForSeq2SeqLM.register(PointerGeneratorConfig, PointerGeneratorForConditionalGeneration, exist_ok=True)
 # save_pretrained writes auto_map and copies the defining modules (with their relative imports: generation,
-# pipeline, tokenization), so a Python without hf_pgen loads the folder with trust_remote_code=True.
+# outputs, mixture, pipeline, tokenization), so a Python without hf_pgen loads the folder with trust_remote_code=True.
 PointerGeneratorConfig.register_for_auto_class()
 PointerGeneratorForConditionalGeneration.register_for_auto_class("AutoModelForSeq2SeqLM")
 # transformers.pipeline("translation" | "translation_xx_to_yy" | "summarization" | "text2text-generation", ...) runs

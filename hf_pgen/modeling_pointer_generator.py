@@ -8,32 +8,30 @@ ids `vocab_size + k` (k = index of that distinct word in its example) and can on
 
 Shapes: B = batch, T = target positions in this call, S = source positions, V = base vocabulary (output width),
 N = extended (copy-only) slots in the batch, D = hidden sizes.
+
+This file holds the layers (`PointerAttention`, `CopySwitch`) and the model with its forward. Its siblings: the
+mixture (`mixture_pointer_generator.py`), the cache and `generate()` (`generation_pointer_generator.py`), the output
+classes (`modeling_outputs_pointer_generator.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoModelForSeq2SeqLM, GenerationMixin, PreTrainedModel
+from transformers import AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-from transformers.generation.candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
-from transformers.generation.utils import GenerateBeamEncoderDecoderOutput, GenerateEncoderDecoderOutput
-from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
+from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import logging
 
 from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, _first_int
-from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, _oov_copy_limit_processors
-from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
+from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, PointerGeneratorCache, PointerGeneratorGenerationMixin
 from .mixture_pointer_generator import (
-    _COPY_MASS_FLOOR,
     _pad_with_impossible_slots,
     _rows_per_source,
     copy_side_of_mixture,
@@ -43,8 +41,8 @@ from .mixture_pointer_generator import (
     num_oov_slots,
     smoothed_log_probs,
 )
-from .protection_pointer_generator import PROTECTED_SPANS_KEY
-from .tokenization_pointer_generator import _DECODING_ONLY_KEYS  # generate() drops them: `model.generate(**batch)`
+from .modeling_outputs_pointer_generator import PointerGeneratorSeq2SeqLMOutput
+from .tokenization_pointer_generator import _DECODING_ONLY_KEYS  # forward drops them, as generate() does
 
 logger = logging.get_logger(__name__)
 
@@ -53,9 +51,6 @@ _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "
 
 # Longest source assumed for bases without position limits (T5): it fixes the width of evaluation logits.
 _DEFAULT_MAX_SOURCE_POSITIONS = 512
-
-# generate(output_copy_info=True) re-reads the returned sequences in chunks of at most this many logits (floats).
-_COPY_INFO_CHUNK_FLOATS = 2**26
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -88,9 +83,9 @@ class PointerAttention(nn.Module):
             scale * (W_q s + b_q) . (W_k h_i) = (M s + c) . h_i,   M = scale * W_k^T W_q,  c = scale * W_k^T b_q
 
         Generation forms them once and scores each step's decoder states s against the encoder states h themselves, so
-        no keys are projected for a source: at 16 sources of 256 states that projection took 10.5 ms of the first
-        step, and its (S, A) result per source was as large as the encoder states it came from. The scores equal those
-        from `keys` up to float rounding.
+        no keys are projected for a source (kept because projected keys made every decoding step measurably slower at
+        opus-mt size, see benchmarks/README.md "Speed work paid back"). The scores equal those from `keys` up to float
+        rounding.
         """
         weight = (self.key.weight.t() @ self.query.weight) * self.scale  # (D_enc, D_dec)
         bias = (self.key.weight.t() @ self.query.bias) * self.scale  # (D_enc,)
@@ -151,145 +146,34 @@ class PointerAttention(nn.Module):
         return torch.stack(attentions, 1), torch.stack(coverages, 1)
 
 
-class PointerGeneratorCache(EncoderDecoderCache):
-    """The base's encoder-decoder cache plus per-hypothesis pointer state, reordered with it during beam search.
+class CopySwitch(nn.Linear):
+    """p_gen logit from [pointer context; decoder state; decoder input embedding] (one linear layer).
 
-    Holds the coverage after each consumed decoder position (B, T, S), so that assisted decoding can crop it with the
-    key/value cache, and, fixed for a generation, the OOV slot count and the grouping of repeated source words (B, S).
+    The context is the pointer-weighted sum of encoder states, so its term w_c . sum_i a_i h_i equals
+    sum_i a_i (w_c . h_i): the per-source scores `context_scores(encoder_states)` are computed once per source and each
+    step only mixes them with the attention, instead of building the (B, T, D_enc) context.
     """
 
-    # Beam search only permutes hypotheses within each example, so what depends on the source alone needs no
-    # reordering; contrastive search and assisted decoding select and repeat rows, which moves everything.
-    _PER_HYPOTHESIS_STATE = ("coverage_history",)
-    _SOURCE_STATE = ("source_first_occurrence", "source_padding", "pointer_keys", "switch_context_scores")
+    def __init__(self, context_dim: int, state_dim: int, embed_dim: int):
+        super().__init__(context_dim + state_dim + embed_dim, 1)
+        self.context_dim = context_dim
 
-    def __init__(self, *caches):
-        super().__init__(*caches)
-        self.coverage_history: torch.Tensor | None = None  # (B, T_done, S)
-        self.num_extended_slots: int | None = None
-        self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
-        self.source_padding: torch.Tensor | None = None  # (B, 1, S) bool: True where a row has no source token
-        # The dedicated pointer's keys: the encoder states, one per source (B / r, S, D_enc); and its `decoding_query`.
-        self.pointer_keys: torch.Tensor | None = None
-        self.pointer_query: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.rows_per_source = 1  # r: consecutive rows decoding the same source (beam search's hypotheses)
-        self.switch_context_scores: torch.Tensor | None = None  # (B, S, 1): the switch's weight on each source state
-        # The module embedding the decoder inputs, for the switch: get_input_embeddings walks the base's attributes
-        # (20 us), so a generation looks it up once.
-        self.input_embeddings: nn.Module | None = None
+    def context_scores(self, encoder_states: torch.Tensor) -> torch.Tensor:
+        """(B, S, D_enc) -> (B, S, 1) float32."""
+        return F.linear(encoder_states, self.weight[:, : self.context_dim]).float()
 
-    @property
-    def pointer_coverage(self) -> torch.Tensor | None:
-        """Attention summed over every consumed decoder position: (B, S), or None before the first."""
-        return None if self.coverage_history is None else self.coverage_history[:, -1]
-
-    def append_coverage(self, coverage_after: torch.Tensor) -> None:
-        """Record the coverage after each position of this call: (B, T, S)."""
-        history = self.coverage_history
-        self.coverage_history = coverage_after if history is None else torch.cat([history, coverage_after], dim=1)
-
-    def crop(self, tokens_to_remove: int) -> None:
-        super().crop(tokens_to_remove)
-        if self.coverage_history is not None:
-            kept = self.get_seq_length()
-            self.coverage_history = self.coverage_history[:, :kept] if kept > 0 else None
-
-    @classmethod
-    def wrap(cls, cache: EncoderDecoderCache) -> "PointerGeneratorCache":
-        wrapped = cls(cache.self_attention_cache, cache.cross_attention_cache)
-        wrapped.is_updated = dict(cache.is_updated)
-        return wrapped
-
-    def _map_rows(self, fn, names) -> None:
-        for name in names:
-            value = getattr(self, name)
-            if value is not None:
-                setattr(self, name, fn(value))
-
-    def reorder_cache(self, beam_idx: torch.LongTensor):
-        super().reorder_cache(beam_idx)
-        self._map_rows(lambda value: value.index_select(0, beam_idx.to(value.device)), self._PER_HYPOTHESIS_STATE)
-
-    def _keys_per_row(self) -> None:
-        # Row selection and repetition move rows across sources: give every row its own keys first.
-        if self.pointer_keys is not None and self.rows_per_source > 1:
-            self.pointer_keys = self.pointer_keys.repeat_interleave(self.rows_per_source, dim=0)
-        self.rows_per_source = 1
-
-    def batch_repeat_interleave(self, repeats: int):
-        super().batch_repeat_interleave(repeats)
-        self._keys_per_row()
-        self._map_rows(lambda value: value.repeat_interleave(repeats, dim=0), self._PER_HYPOTHESIS_STATE + self._SOURCE_STATE)
-
-    def batch_select_indices(self, indices: torch.Tensor):
-        super().batch_select_indices(indices)
-        self._keys_per_row()
-        self._map_rows(lambda value: value[indices], self._PER_HYPOTHESIS_STATE + self._SOURCE_STATE)
-
-    def reset(self):
-        super().reset()
-        self.coverage_history = self.num_extended_slots = self.input_embeddings = self.pointer_query = None
-        self.rows_per_source = 1
-        for name in self._SOURCE_STATE:
-            setattr(self, name, None)
-
-
-@dataclass
-class PointerGeneratorSeq2SeqLMOutput(Seq2SeqLMOutput):
-    """`Seq2SeqLMOutput` whose `logits` are log-probabilities over the extended vocabulary (B, T, V + N).
-
-    With copying switched off (`force_p_gen=1.0`) `logits` are the base's own (unnormalised) logits, padded with -inf
-    over the copy slots. With labels in evaluation mode (the Trainer's evaluate/predict) they are padded with -inf to a
-    fixed width, vocab_size + the base's longest source, so that batches concatenate.
-
-    Extra fields (with `output_pointer=True`): `p_gen` (B, T), `pointer_attentions` (B, T, S); `coverage_loss` when
-    coverage is on and labels are given.
-    """
-
-    p_gen: torch.FloatTensor | None = None
-    pointer_attentions: torch.FloatTensor | None = None
-    coverage_loss: torch.FloatTensor | None = None
-
-    def __setattr__(self, name, value):
-        # ModelOutput.__setattr__ rebuilds the set of its field names at every assignment; the dataclass __init__
-        # assigns all 12 fields, so building this output cost 65 us, every decoding step. For a None field that
-        # method only sets the attribute: do that directly (27 us).
-        if value is None and name in _LM_OUTPUT_FIELDS:
-            object.__setattr__(self, name, value)
-        else:
-            super().__setattr__(name, value)
-
-
-_LM_OUTPUT_FIELDS = frozenset(PointerGeneratorSeq2SeqLMOutput.__dataclass_fields__)
-
-
-@dataclass
-class PointerGeneratorGenerateOutput(GenerateEncoderDecoderOutput):
-    """What `generate(..., return_dict_in_generate=True, output_copy_info=True)` returns for greedy search and
-    sampling: `GenerateEncoderDecoderOutput` plus the copy decisions behind each returned sequence.
-
-    Extra fields, for the G = sequences.shape[1] - (decoder prompt length) generated positions, aligned with
-    `sequences[:, -G:]` (and with `scores`); NaN / 0 after a sequence ended:
-        p_gen (num_sequences, G): the copy switch (1 = generate from the vocabulary, 0 = copy).
-        pointer_attentions (num_sequences, G, S): the pointer's distribution over source positions.
-        copy_shares (num_sequences, G): the share of the chosen token's probability that came from copying,
-            (1 - p_gen) * sum_{i: x_i = w} a_i / P(w).
-    They are those of a teacher-forced forward of the returned sequences (`forward(output_pointer=True)`).
-    """
-
-    p_gen: torch.FloatTensor | None = None
-    pointer_attentions: torch.FloatTensor | None = None
-    copy_shares: torch.FloatTensor | None = None
-
-
-@dataclass
-class PointerGeneratorGenerateBeamOutput(GenerateBeamEncoderDecoderOutput):
-    """`GenerateBeamEncoderDecoderOutput` plus the copy decisions of each returned hypothesis (beam search): the
-    fields of `PointerGeneratorGenerateOutput`, aligned with `sequences` (hypotheses as the beams returned them)."""
-
-    p_gen: torch.FloatTensor | None = None
-    pointer_attentions: torch.FloatTensor | None = None
-    copy_shares: torch.FloatTensor | None = None
+    def forward(
+        self, attention: torch.Tensor, context_scores: torch.Tensor, decoder_states: torch.Tensor,
+        input_embeds: torch.Tensor,
+    ) -> torch.Tensor:
+        """attention (B, T, S) float32, context_scores (B, S, 1), decoder_states (B, T, D_dec), input_embeds (B, T, E)
+        -> the p_gen logit (B, T, 1) float32 (the trailing 1 is what the mixture broadcasts over words)."""
+        context_term = torch.bmm(attention, context_scores)  # (B, T, 1)
+        rest = torch.cat([decoder_states, input_embeds], dim=-1)  # (B, T, D_dec + E)
+        logit = F.linear(rest, self.weight[:, self.context_dim :], self.bias)  # (B, T, 1)
+        if logit.dtype != torch.float32:  # half-precision models and autocast: sum the two terms in float32
+            logit, context_term = logit.float(), context_term.float()
+        return logit + context_term
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -328,36 +212,6 @@ class PointerGeneratorPreTrainedModel(PreTrainedModel):
                 module.bias.zero_()
 
 
-class CopySwitch(nn.Linear):
-    """p_gen logit from [pointer context; decoder state; decoder input embedding] (one linear layer).
-
-    The context is the pointer-weighted sum of encoder states, so its term w_c . sum_i a_i h_i equals
-    sum_i a_i (w_c . h_i): the per-source scores `context_scores(encoder_states)` are computed once per source and each
-    step only mixes them with the attention, instead of building the (B, T, D_enc) context.
-    """
-
-    def __init__(self, context_dim: int, state_dim: int, embed_dim: int):
-        super().__init__(context_dim + state_dim + embed_dim, 1)
-        self.context_dim = context_dim
-
-    def context_scores(self, encoder_states: torch.Tensor) -> torch.Tensor:
-        """(B, S, D_enc) -> (B, S, 1) float32."""
-        return F.linear(encoder_states, self.weight[:, : self.context_dim]).float()
-
-    def forward(
-        self, attention: torch.Tensor, context_scores: torch.Tensor, decoder_states: torch.Tensor,
-        input_embeds: torch.Tensor,
-    ) -> torch.Tensor:
-        """attention (B, T, S) float32, context_scores (B, S, 1), decoder_states (B, T, D_dec), input_embeds (B, T, E)
-        -> the p_gen logit (B, T, 1) float32 (the trailing 1 is what the mixture broadcasts over words)."""
-        context_term = torch.bmm(attention, context_scores)  # (B, T, 1)
-        rest = torch.cat([decoder_states, input_embeds], dim=-1)  # (B, T, D_dec + E)
-        logit = F.linear(rest, self.weight[:, self.context_dim :], self.bias)  # (B, T, 1)
-        if logit.dtype != torch.float32:  # half-precision models and autocast: sum the two terms in float32
-            logit, context_term = logit.float(), context_term.float()
-        return logit + context_term
-
-
 class _CopyStep:
     """What `forward` hands the decoder hook for one call (`inputs`) and what the hook hands back (`outputs`).
 
@@ -371,7 +225,7 @@ class _CopyStep:
         self.outputs: tuple | None = None
 
 
-class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, GenerationMixin):
+class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, PointerGeneratorGenerationMixin):
     r"""
     A pointer-generator around an encoder-decoder: the base's weights are reused unchanged; a copy switch and (by
     default) a dedicated pointer attention are added.
@@ -555,11 +409,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
     def _copy_step_after_decoder(self, module, args, kwargs, output) -> None:
         """Forward hook on the base's decoder: the pointer attention and the copy switch, from the decoder's output.
 
-        They run here, between the base's decoder and its LM head, and not after the base returns: the LM head streams
-        the whole (V, D) output embedding through the CPU caches, and small ops right after it ran 5-10x slower than
-        warm (V = 32K, batch 1: the pointer 0.35-0.4 ms against 0.04 ms). Here, pointer and switch together took 0.41
-        ms of a decoding step at batch 1 instead of 0.67 ms, and 1.0 ms instead of 1.37 ms at batch 16. (Asking the
-        base for every layer's hidden states instead would also cost a tuple per step.)
+        The one seam between this model and the base: `forward` leaves its inputs in `_copy_step.inputs`, the hook
+        leaves its results in `_copy_step.outputs`. A hook reads the decoder's final states and the encoder states
+        from any family without asking the base for every layer's hidden states, and it runs the copy step before the
+        LM head streams the output embedding through the caches (see benchmarks/README.md "Speed work paid back").
         """
         if self._copy_step.inputs is None:
             return  # the decoder called on its own, not through this model's forward
@@ -576,7 +429,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         decoder_states = getattr(output, "last_hidden_state", None)  # (B, T, D_dec)
         if decoder_states is None:
             decoder_states = output[0]
-        keys, query, padding, context_scores, input_embeddings = self._source_features(
+        keys, query, padding, context_scores = self._source_features(
             encoder_states, attention_mask, cache
         )
         pointer_attention, coverage_before = self._pointer_attention(
@@ -587,7 +440,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             # Only the dedicated pointer's scores read coverage back at later steps.
             cache.append_coverage(coverage_before + pointer_attention)
         switch_logit = self._switch_logit(
-            pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds, input_embeddings
+            pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
         )  # (B, T, 1)
         mixture = None
         if mixed_source is not None:
@@ -781,12 +634,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         and keeps it in the cache: the pointer's keys and query (without a cache `keys(...)` (B, A, S) and None; with
         one the encoder states, one per source (B / r, S, D_enc), and `decoding_query()`; both None for the
         cross-attention pointer), the source padding (B, 1, S) bool or None, the switch's per-source scores
-        (B, S, 1), and the module embedding decoder inputs."""
+        (B, S, 1)."""
         if isinstance(cache, PointerGeneratorCache) and cache.switch_context_scores is not None:
-            return (
-                cache.pointer_keys, cache.pointer_query, cache.source_padding, cache.switch_context_scores,
-                cache.input_embeddings,
-            )
+            return cache.pointer_keys, cache.pointer_query, cache.source_padding, cache.switch_context_scores
         padding = None if attention_mask is None else ~attention_mask.bool().unsqueeze(1)
         rows_per_source = 1
         decoding = isinstance(cache, PointerGeneratorCache)
@@ -805,12 +655,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         context_scores = self.copy_switch.context_scores(sources)  # (B / r, S, 1)
         if rows_per_source > 1:
             context_scores = context_scores.repeat_interleave(rows_per_source, dim=0)  # (B, S, 1)
-        input_embeddings = self.base.get_input_embeddings()
         if decoding:
             cache.pointer_keys, cache.pointer_query, cache.source_padding = keys, query, padding
-            cache.switch_context_scores, cache.input_embeddings = context_scores, input_embeddings
+            cache.switch_context_scores = context_scores
             cache.rows_per_source = rows_per_source
-        return keys, query, padding, context_scores, input_embeddings
+        return keys, query, padding, context_scores
 
     def _pointer_attention(self, decoder_states, keys, query, padding, attention_mask, cross_attentions, coverage):
         if self.pointer is not None:
@@ -878,15 +727,14 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             )
 
     def _switch_logit(
-        self, pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds,
-        input_embeddings,
+        self, pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
     ) -> torch.Tensor:
         if self.config.force_p_gen is not None:
             p = self.config.force_p_gen
             value = math.inf if p == 1.0 else -math.inf if p == 0.0 else math.log(p / (1.0 - p))
             return decoder_states.new_full((*decoder_states.shape[:2], 1), value, dtype=torch.float32)
         if decoder_inputs_embeds is None:
-            decoder_inputs_embeds = input_embeddings(decoder_input_ids)  # (B, T, E)
+            decoder_inputs_embeds = self.base.get_input_embeddings()(decoder_input_ids)  # (B, T, E)
         return self.copy_switch(pointer_attention, context_scores, decoder_states, decoder_inputs_embeds)
 
     # -- input checks ---------------------------------------------------------------------------------------------
@@ -937,222 +785,6 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 f"ids >= vocab_size ({self.config.vocab_size}) must name an out-of-vocabulary word of that example's "
                 "own source (as in its extended_input_ids). Build labels with hf_pgen.encode_with_oovs."
             )
-
-    # -- generation -----------------------------------------------------------------------------------------------
-
-    def generate(self, inputs: torch.Tensor | None = None, *args, **kwargs):
-        """`GenerationMixin.generate`, with the source's extended ids passed to every step.
-
-        Accepts a batch from `PointerGeneratorProcessor` / `encode_with_oovs` as is (`generate(**batch)`): the keys
-        only needed for decoding (`oov_words`, `oov_spacing`, `num_truncated_tokens`) are dropped. Rows never emit a
-        slot their own source lacks: the mixture gives it probability 0 (-inf) and every logits processor keeps -inf
-        at -inf.
-
-        `oov_copy_limit=True` (or `generation_config.oov_copy_limit = True`, saved with the model) keeps each
-        out-of-vocabulary source word to as many occurrences as its source has (`OOVCopyLimitLogitsProcessor`).
-
-        `output_copy_info=True` (implies `return_dict_in_generate=True`) adds `p_gen`, `pointer_attentions` and
-        `copy_shares` to the output (see `PointerGeneratorGenerateOutput`): one teacher-forced forward of the returned
-        sequences after decoding, so every decoding strategy gets exactly the values behind its own outputs, and
-        decoding itself costs nothing more.
-        """
-        for key in _DECODING_ONLY_KEYS:
-            kwargs.pop(key, None)
-        output_copy_info = bool(kwargs.pop("output_copy_info", False))
-        if output_copy_info:
-            kwargs["return_dict_in_generate"] = True  # the copy information travels on the output object
-        protected_spans = kwargs.pop(PROTECTED_SPANS_KEY, None)  # processor(..., protect=...): guaranteed copies
-        source_ids = inputs if inputs is not None else kwargs.get("input_ids")
-        if protected_spans:
-            width = self.config.vocab_size if self.config.force_p_gen == 1.0 else None  # copying off: no copy ids
-            kwargs["logits_processor"] = _protection_processors(
-                protected_spans, self.generation_config, kwargs, width,
-                batch_size=source_ids.shape[0] if source_ids is not None else None,
-            )
-        if kwargs.get("extended_input_ids") is None:
-            # The pointer needs the source ids at every step, but generate() hands forward only the encoder outputs.
-            if source_ids is not None:
-                kwargs["extended_input_ids"] = source_ids
-        elif source_ids is not None:
-            self._check_source_ids(source_ids, kwargs["extended_input_ids"])
-        if kwargs.get("extended_input_ids") is None and kwargs.get("encoder_outputs") is not None:
-            raise ValueError(
-                "generate() got encoder_outputs without the source ids the pointer copies from: pass "
-                "extended_input_ids (or input_ids) as well."
-            )
-        oov_copy_limit = kwargs.pop(OOV_COPY_LIMIT_KEY, None)
-        if oov_copy_limit is None:
-            config = kwargs.get("generation_config") or self.generation_config
-            oov_copy_limit = getattr(config, OOV_COPY_LIMIT_KEY, False)
-        limited = _oov_copy_limit_processors(
-            oov_copy_limit, kwargs.get("extended_input_ids"), self.config.vocab_size, kwargs
-        )
-        if limited is not None:
-            kwargs["logits_processor"] = limited
-        outputs = super().generate(inputs, *args, **kwargs)
-        if protected_spans:
-            _warn_missing_spans(kwargs["logits_processor"], outputs)  # spans the length limit cut, by name
-        if output_copy_info:
-            outputs = self._with_copy_info(outputs, source_ids, kwargs)
-        return outputs
-
-    @torch.no_grad()
-    def _with_copy_info(self, outputs, source_ids: torch.Tensor | None, kwargs: dict):
-        """`outputs` as a `PointerGeneratorGenerate*Output` carrying the copy decisions behind its sequences."""
-        sequences = outputs.sequences  # (R, L): R = B * num_return_sequences
-        extended_ids = kwargs.get("extended_input_ids")  # (B, S)
-        if extended_ids is None:
-            raise ValueError("output_copy_info=True needs the source ids: pass input_ids (or extended_input_ids).")
-        batch_size = extended_ids.shape[0]
-        if sequences.shape[0] % batch_size:
-            raise ValueError(f"generate() returned {sequences.shape[0]} sequences for {batch_size} sources.")
-        per_source = sequences.shape[0] // batch_size
-        prompt = kwargs.get("decoder_input_ids")
-        prompt_len = prompt.shape[-1] if isinstance(prompt, torch.Tensor) else 1
-        generated = sequences[:, prompt_len:]  # (R, G)
-
-        def rows(value):
-            return value.repeat_interleave(per_source, dim=0) if per_source > 1 else value
-
-        attention_mask = kwargs.get("attention_mask")
-        if attention_mask is None and source_ids is not None:
-            attention_mask = torch.ones_like(source_ids)
-        encoder_states = kwargs["encoder_outputs"][0] if kwargs.get("encoder_outputs") is not None else None
-        source = rows(extended_ids)  # (R, S)
-
-        vocab_size = self.config.vocab_size
-        width = vocab_size + num_oov_slots(extended_ids, vocab_size)
-        chunk = max(1, _COPY_INFO_CHUNK_FLOATS // max(1, sequences.shape[1] * width))  # bounds the (r, L, V + N)
-        steps = slice(prompt_len - 1, None)  # the decoder positions that produced the generated tokens
-        p_gen, attention, share = [], [], []
-        for start in range(0, sequences.shape[0], chunk):
-            part = slice(start, start + chunk)
-            if encoder_states is not None:
-                source_inputs = {"encoder_outputs": BaseModelOutput(last_hidden_state=rows(encoder_states)[part])}
-            else:
-                source_inputs = {"input_ids": rows(source_ids)[part]}
-            if attention_mask is not None:
-                source_inputs["attention_mask"] = rows(attention_mask)[part]
-            out = self(
-                **source_inputs, extended_input_ids=source[part], decoder_input_ids=sequences[part, :-1],
-                output_pointer=True, use_cache=False, return_dict=True,
-            )
-            chosen = generated[part]  # (r, G)
-            log_p = out.logits[:, steps].gather(-1, chosen.unsqueeze(-1)).squeeze(-1).float()  # (r, G)
-            if self.config.force_p_gen == 1.0:  # the base's raw logits: normalise the chosen entries only
-                log_p = log_p - out.logits[:, steps].float().logsumexp(-1)
-            switch = out.p_gen[:, steps].float()  # (r, G)
-            pointer = out.pointer_attentions[:, steps].float()  # (r, G, S)
-            copy_mass = (pointer * (source[part].unsqueeze(1) == chosen.unsqueeze(-1))).sum(-1)  # (r, G)
-            copy_p = (1.0 - switch) * copy_mass
-            if self.config.force_p_gen == 1.0:
-                copy_p = torch.zeros_like(copy_p)  # copying off: the output is the base's own
-            p_gen.append(switch)
-            attention.append(pointer)
-            share.append((copy_p / log_p.exp().clamp_min(_COPY_MASS_FLOOR)).clamp(0.0, 1.0))
-        p_gen, attention, share = torch.cat(p_gen), torch.cat(attention), torch.cat(share)
-
-        # Positions after a sequence's end hold padding, not decisions.
-        generation_config = kwargs.get("generation_config") or self.generation_config
-        eos = kwargs.get("eos_token_id", generation_config.eos_token_id)
-        eos = torch.tensor([] if eos is None else [eos] if isinstance(eos, int) else list(eos), device=sequences.device)
-        is_eos = torch.isin(generated, eos)  # (R, G)
-        ended = (is_eos.cumsum(-1) - is_eos.long()) > 0  # strictly after the first EOS
-        p_gen = p_gen.masked_fill(ended, float("nan"))
-        share = share.masked_fill(ended, float("nan"))
-        attention = attention.masked_fill(ended.unsqueeze(-1), 0.0)
-
-        beams = isinstance(outputs, GenerateBeamEncoderDecoderOutput)
-        cls = PointerGeneratorGenerateBeamOutput if beams else PointerGeneratorGenerateOutput
-        return cls(**dict(outputs.items()), p_gen=p_gen, pointer_attentions=attention, copy_shares=share)
-
-    def _get_candidate_generator(self, *args, **kwargs):
-        generator = super()._get_candidate_generator(*args, **kwargs)
-        call = inspect.signature(GenerationMixin._get_candidate_generator).bind(self, *args, **kwargs).arguments
-        source_ids = (call.get("model_kwargs") or {}).get("extended_input_ids")
-        if isinstance(generator, PromptLookupCandidateGenerator) and generator.vocab_size is not None:
-            # Prompt lookup checks candidates against logits processors on a dummy score row as wide as the
-            # vocabulary; a copied (extended) id in the output must fit in it too.
-            if source_ids is not None:
-                generator.vocab_size = self.config.vocab_size + num_oov_slots(source_ids, self.config.vocab_size)
-        if isinstance(generator, AssistedCandidateGenerator):
-            self._fit_assistant(generator, call["input_ids"], source_ids)
-        return generator
-
-    def _fit_assistant(
-        self, generator: AssistedCandidateGenerator, input_ids: torch.Tensor, source_ids: torch.Tensor | None
-    ) -> None:
-        """Lets an assistant model (a pointer-generator or a plain model of the same vocabulary) draft for this one.
-
-        Args:
-            generator (`AssistedCandidateGenerator`):
-                The candidate generator `generate()` built for `assistant_model`; changed in place.
-            input_ids (`torch.LongTensor` of shape `(batch_size, prompt_length)`):
-                The decoder prompt assisted decoding starts from.
-            source_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
-                The source's extended ids (`extended_input_ids`).
-        """
-        assistant, assistant_kwargs = generator.assistant_model, generator.assistant_kwargs
-        if assistant.config.is_encoder_decoder and assistant_kwargs.get("decoder_attention_mask") is None:
-            # Transformers 5.25's `GenerationMixin._prefill` cuts the inputs of a generation restarted on a filled
-            # cache down to the new tokens only when the decoder mask is as long as the inputs; an encoder-decoder
-            # assistant has no decoder mask, so it is fed its whole decoder prefix again every round, on top of its
-            # cache, and its positions run past max_position_embeddings (IndexError; plain BART assisted by BART
-            # too). A mask of ones, which the candidate generator lengthens with the prefix, makes it take only the
-            # new tokens.
-            assistant_kwargs["decoder_attention_mask"] = torch.ones(
-                input_ids.shape, dtype=torch.long, device=assistant.device
-            )
-        if "extended_input_ids" in inspect.signature(assistant.forward).parameters:
-            return  # a pointer-generator: it copies from the same source, extended ids and all
-        # A plain model neither takes the source's extended ids nor embeds copied (extended) ids: it drafts from the
-        # prefix with copies read as the unknown token, its scores widened to this model's with impossible slots.
-        assistant_kwargs.pop("extended_input_ids", None)
-        width = self.config.vocab_size
-        if source_ids is not None:
-            width += num_oov_slots(source_ids, self.config.vocab_size)
-        draft = generator.get_candidates
-
-        def get_candidates(input_ids, *args, **kwargs):
-            candidates, logits = draft(self._to_base_vocabulary(input_ids), *args, **kwargs)
-            candidates = torch.cat([input_ids.to(candidates.device), candidates[:, input_ids.shape[1] :]], dim=1)
-            if logits is not None and logits.shape[-1] < width:  # sampling compares them with this model's scores
-                logits = _pad_with_impossible_slots(logits, width - logits.shape[-1])
-            return candidates, logits
-
-        generator.get_candidates = get_candidates
-
-    def compute_transition_scores(
-        self,
-        sequences: torch.Tensor,
-        scores: tuple[torch.Tensor, ...],
-        beam_indices: torch.Tensor | None = None,
-        normalize_logits: bool = False,
-    ) -> torch.Tensor:
-        """As `GenerationMixin.compute_transition_scores`, for scores wider than `config.vocab_size`.
-
-        The stock version indexes a flattened score tensor with `config.vocab_size` as the row width, which is wrong
-        once copied words widen the scores to V + N.
-        """
-        stacked = torch.stack(scores, dim=0)  # (steps, rows, V + N)
-        if normalize_logits:
-            stacked = stacked.log_softmax(-1)
-        if beam_indices is None:
-            beam_indices = torch.arange(stacked.shape[1], device=stacked.device).unsqueeze(1).expand(-1, len(scores))
-        finished = beam_indices < 0  # (sequences, steps): padding after a hypothesis ended
-        length = int((~finished).sum(-1).max())
-        beam_indices, finished = beam_indices[:, :length], finished[:, :length]
-        tokens = sequences[:, sequences.shape[-1] - length :]  # (sequences, length)
-        steps = torch.arange(length, device=stacked.device).unsqueeze(0)  # (1, length)
-        picked = stacked[steps, beam_indices.clamp_min(0), tokens]  # (sequences, length)
-        return picked.masked_fill(finished, 0.0)
-
-
-# generate() asks for forward's signature at every step of a model registered for the Auto classes (a check for
-# remote code that still expects `cache_position`); parsing it once saves about 0.2 ms a step.
-PointerGeneratorForConditionalGeneration.forward.__signature__ = inspect.signature(
-    PointerGeneratorForConditionalGeneration.forward
-)
 
 
 def _hidden_size(config, side: str) -> int:

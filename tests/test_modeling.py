@@ -4,11 +4,11 @@ import pytest
 import torch
 from testing_utils import UNK, VOCAB, source_batch, tiny_base
 
+from benchmarks.reference import extended_log_probs
 from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
 from hf_pgen.mixture_pointer_generator import (
     _rows_per_source,
     _word_mass,
-    extended_log_probs,
     first_occurrence,
     gold_log_probs,
     num_oov_slots,

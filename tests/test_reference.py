@@ -14,6 +14,8 @@ import torch
 from testing_utils import VOCAB, source_batch
 
 from benchmarks.reference import (
+    extended_log_probs,
+    mix_into_log_probs,
     padded_log_softmax,
     reference_copy_step,
     reference_full,
@@ -22,10 +24,8 @@ from benchmarks.reference import (
 )
 from hf_pgen.mixture_pointer_generator import (
     copy_side_of_mixture,
-    extended_log_probs,
     first_occurrence,
     gold_log_probs,
-    mix_into_log_probs,
     mix_vocab_logits,
     num_oov_slots,
     smoothed_log_probs,
