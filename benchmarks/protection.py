@@ -212,13 +212,16 @@ def _generated_rows(sequences: torch.Tensor, eos_id: int, pad_id: int) -> tuple[
     return lengths, unfinished
 
 
-def _encode(new_processor, sources: list[str], batch_size: int, max_positions: int, device: str) -> list[dict]:
+def _encode(new_processor, pairs: list[dict], batch_size: int, max_positions: int, device: str) -> list[dict]:
     """The chunks of one pass, encoded by a fresh processor: protection's tables that generate() fills as it meets
-    new text (e.g. what may complete the text before a span) start empty, as in a fresh process."""
+    new text (e.g. what may complete the text before a span) start empty, as in a fresh process. Pairs with "terms"
+    (the glossary section) are decoded with their term bases, the others with protected placeholders."""
     processor, chunks = new_processor(), []
-    for start in range(0, len(sources), batch_size):
-        texts = sources[start:start + batch_size]
-        protected = processor(texts, protect="placeholders", return_tensors="pt", padding=True).to(device)
+    for start in range(0, len(pairs), batch_size):
+        part = pairs[start:start + batch_size]
+        texts = [p["en"] for p in part]
+        guard = {"glossary": [p["terms"] for p in part]} if "terms" in part[0] else {"protect": "placeholders"}
+        protected = processor(texts, **guard, return_tensors="pt", padding=True).to(device)
         plain = {k: v for k, v in protected.items() if k != "protected_spans"}
         longest = int(protected["attention_mask"].sum(-1).max())
         limit = min(2 * longest + 10, max_positions - 1)
@@ -231,7 +234,7 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
     dev = args.device
     sources, references = [p["en"] for p in pairs], [p["de"] for p in pairs]
     processor = new_processor()  # decodes (its caches play no part there)
-    chunks = _encode(new_processor, sources, batch_size, max_positions, dev)
+    chunks = _encode(new_processor, pairs, batch_size, max_positions, dev)
     settings = dict(num_beams=beams, do_sample=False, **DECODINGS[decoding])
 
     def call(name: str):
@@ -242,7 +245,7 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
         fn(0)
 
     def fresh(r: int) -> None:
-        chunks[:] = _encode(new_processor, sources, batch_size, max_positions, dev)
+        chunks[:] = _encode(new_processor, pairs, batch_size, max_positions, dev)
 
     first: dict[str, list[torch.Tensor]] = {"without": [], "with": []}
     stable = {"without": True, "with": True}
@@ -257,7 +260,7 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
 
     eos, pad = model.generation_config.eos_token_id, model.generation_config.pad_token_id
     eos = eos[0] if isinstance(eos, list) else eos
-    from hf_pgen.metrics import corpus_bleu, corpus_chrf, placeholder_preservation
+    from hf_pgen.metrics import corpus_bleu, corpus_chrf, placeholder_preservation, term_success_rate
 
     outcome, texts_out = {}, {}
     for name in ("without", "with"):
@@ -278,6 +281,8 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
             "bleu": corpus_bleu(decoded, references),
             "outputs_identical_every_pass": stable[name],
         }
+        if "terms" in pairs[0]:
+            outcome[name]["term_success_rate"] = term_success_rate(sources, decoded, [p["terms"] for p in pairs])
     limits = [c["limit"] for c in chunks for _ in c["texts"]]
     unfinished_with = [i for i, (n, lim) in enumerate(zip(outcome["with"]["tokens"], limits))
                        if n >= lim and outcome["with"]["tokens"][i] > outcome["without"]["tokens"][i]]
@@ -314,7 +319,33 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
     }
 
 
-def bench_protection_trained(args: Any) -> dict:
+def glossary_sources(tokenizer, max_source_tokens: int, count: int, dictionary: str) -> list[dict]:
+    """`count` test-split pairs ({"en", "de", "terms"}) that support a FreeDict term (its source term in the source,
+    its target term in the reference: the main job's test term base) and are read whole, spread evenly."""
+    from hf_pgen.corpus import load_en_de_messages
+    from training.terminology import TermIndex, load_dictionary
+
+    index = TermIndex(load_dictionary(dictionary))
+    pairs = []
+    for pair in load_en_de_messages("test")["translation"]:
+        terms = dict(index.supported(pair["en"], pair["de"]))
+        if terms:
+            pairs.append({**pair, "terms": terms})
+    lengths = [len(ids) for ids in tokenizer([p["en"] for p in pairs])["input_ids"]]
+    pairs = [p for p, n in zip(pairs, lengths) if n <= max_source_tokens]
+    if len(pairs) <= count:
+        return pairs
+    step = len(pairs) / count
+    return [pairs[int(k * step)] for k in range(count)]
+
+
+def bench_glossary_trained(args: Any) -> dict:
+    """The glossary section: the same measurement with each message's test terms guaranteed instead of protected
+    placeholders (TSR too). Target: time ratio <= 1.10 at batch 1 and 16, greedy and beam 4."""
+    return bench_protection_trained(args, glossary=True)
+
+
+def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
     """The section: `{"available": False, "reason": ...}` without a model, else the model, the sources and one result
     per (batch, beams) setting."""
     folder, reason = resolve_model(args.model, args.train, args.protection_train_steps)
@@ -335,7 +366,10 @@ def bench_protection_trained(args: Any) -> dict:
         return PointerGeneratorProcessor.from_model(model, tokenizer)
 
     max_positions = int(getattr(model.base.config, "max_position_embeddings", None) or 1024)
-    pairs = protection_sources(tokenizer, max_positions, args.protection_messages)
+    if glossary:
+        pairs = glossary_sources(tokenizer, max_positions, args.protection_messages, args.dictionary)
+    else:
+        pairs = protection_sources(tokenizer, max_positions, args.protection_messages)
     batch1 = pairs[::BATCH1_EVERY]
     marker = folder / MARKER
     generation = model.generation_config.to_diff_dict()
@@ -367,14 +401,19 @@ def bench_protection_trained(args: Any) -> dict:
                                      decoding)
                 report["results"].append(r)
                 o = r["outputs"]
-                log(f"protection_trained {decoding} batch {batch_size} beams {beams}: without "
+                tsr = ""
+                if glossary:
+                    tsr = (f"; TSR {o['without']['term_success_rate']:.3f} -> "
+                           f"{o['with']['term_success_rate']:.3f}")
+                log(f"{'glossary' if glossary else 'protection'}_trained {decoding} batch {batch_size} beams {beams}: "
+                    "without "
                     f"{r['time_s']['without']['median']:.2f} s, with {r['time_s']['with']['median']:.2f} s, ratio "
                     f"{r['time_ratio']['median']:.2f} (CPU time {r['cpu_time_ratio']['median']:.2f}); length ratio "
                     f"{r['length_ratio']:.2f}; at the limit "
                     f"{o['without']['hit_limit']:.1%} -> {o['with']['hit_limit']:.1%}; placeholders kept "
                     f"{o['without']['placeholders_kept']:.1%} -> {o['with']['placeholders_kept']:.1%}; chrF "
                     f"{o['without']['chrf']:.1f} -> {o['with']['chrf']:.1f} (copy-source "
-                    f"{r['copy_source_chrf']:.1f}) [{time.perf_counter() - t0:.0f} s]")
+                    f"{r['copy_source_chrf']:.1f}){tsr} [{time.perf_counter() - t0:.0f} s]")
     del model
     gc.collect()
     return report

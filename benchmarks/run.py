@@ -54,7 +54,7 @@ from .measure_mixture import bench_mixture  # noqa: E402
 from .measure_models import bench_decoding_step, bench_generation, bench_training  # noqa: E402
 from .measure_options import bench_copy_info, bench_protection  # noqa: E402
 from .profiles import bench_profile  # noqa: E402
-from .protection import DEFAULT_STEPS, bench_protection_trained  # noqa: E402
+from .protection import DEFAULT_STEPS, bench_glossary_trained, bench_protection_trained  # noqa: E402
 from .report import write  # noqa: E402
 from .workloads import SIZES  # noqa: E402
 
@@ -74,7 +74,8 @@ TARGETS = {
     "protection_chrf": 0.0,
     "mixture_speedup": 100.0,
 }
-SECTIONS = ("training", "generation", "step", "protection", "copy_info", "mixture", "profile", "protection_trained")
+SECTIONS = ("training", "generation", "step", "protection", "copy_info", "mixture", "profile", "protection_trained",
+            "glossary_trained")
 DEFAULT_SECTIONS = "training,generation,step,protection,copy_info,mixture"
 
 
@@ -125,6 +126,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "fifth")
     trained.add_argument("--protection-repeats", type=int, default=None,
                          help="interleaved passes over the messages per setting and side (default 3; quick 1)")
+    trained.add_argument("--dictionary", default="/usr/share/dictd/freedict-eng-deu.dict.dz",
+                         help="glossary_trained: the dictionary the test term bases come from (make dictionary)")
     trained.add_argument("--protection-decodings", default="plain,saved",
                          help="comma list: plain (no n-gram blocking nor OOV copy limit), saved "
                          "(the model's own generation config)")
@@ -168,7 +171,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     results = Path(__file__).resolve().parent / "results"
     default_out = results / "quick" if args.quick else results
     measured = args.only - {"profile"}
-    if measured and measured != set(DEFAULT_SECTIONS.split(",")) | (measured & {"protection_trained"}):
+    if measured and measured != set(DEFAULT_SECTIONS.split(",")) | (measured & {"protection_trained",
+                                                                                 "glossary_trained"}):
         # A partial run must not overwrite the full run's latest.* with a report of a few sections.
         default_out = default_out / "+".join(sorted(measured))
     args.out = args.out or default_out
@@ -200,6 +204,7 @@ def main(argv: list[str] | None = None) -> dict:
         "step": [],
         "protection": [],
         "protection_trained": None,
+        "glossary_trained": None,
         "copy_info": None,
         "mixture": [],
     }
@@ -216,6 +221,8 @@ def main(argv: list[str] | None = None) -> dict:
         report["protection"] = bench_protection(args)
     if "protection_trained" in args.only:
         report["protection_trained"] = bench_protection_trained(args)
+    if "glossary_trained" in args.only:
+        report["glossary_trained"] = bench_glossary_trained(args)
     if "copy_info" in args.only:
         report["copy_info"] = bench_copy_info(args.sizes[0], args)
     if "training" in args.only:
