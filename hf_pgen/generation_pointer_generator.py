@@ -353,9 +353,19 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
     -inf and the step takes its next best word. Words of the vocabulary are not limited: they may be translations.
 
     Args:
-        extended_input_ids: (B, S) the sources in the extended vocabulary. The scores' rows are B * r consecutive
-            hypotheses, r per source (beam search's num_beams, num_return_sequences).
-        vocab_size: the model's vocabulary size V (extended slots start there).
+        extended_input_ids (`torch.LongTensor` of shape `(B, S)`):
+            The sources in the extended vocabulary. The scores' rows are B * r consecutive hypotheses, r per source
+            (beam search's num_beams, num_return_sequences).
+        vocab_size (`int`):
+            The model's vocabulary size V (extended slots start there).
+
+    Examples:
+
+    ```python
+    >>> ids = model.generate(**batch, oov_copy_limit=True)  # installed by generate()
+    >>> model.generation_config.oov_copy_limit = True  # or saved with the model, so pipelines follow it
+    >>> limit = OOVCopyLimitLogitsProcessor(batch["extended_input_ids"], model.config.vocab_size)  # by hand
+    ```
     """
 
     def __init__(self, extended_input_ids: torch.Tensor, vocab_size: int) -> None:

@@ -517,6 +517,19 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             When set, the last position is taken by EOS: the budget is one token less.
         width (`int`, *optional*):
             Keep only variants whose ids are below it (a model that does not copy: `config.vocab_size`).
+
+    Examples:
+
+    ```python
+    >>> batch = processor(["Delete %(count)d files?"], protect="placeholders", return_tensors="pt")
+    >>> ids = model.generate(**batch, num_beams=4)  # a pointer-generator installs the processor itself
+    >>> # any other encoder-decoder (a plain base: the spans are spelled from its vocabulary):
+    >>> protection = ProtectedSpansLogitsProcessor(batch.pop("protected_spans"), eos_token_id=base.config.eos_token_id,
+    ...                                            max_new_tokens=64, width=base.config.vocab_size)
+    >>> ids = base.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=64,
+    ...                     logits_processor=LogitsProcessorList([protection]))
+    >>> protection.warn_missing(ids)  # names any span the length limit left out
+    ```
     """
 
     def __init__(
