@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The main job: does copying beat not translating, and the subword model a user would otherwise train?
 
-    python -m training.main                 # what `make main` runs (20-28 minutes on 2 CPU cores, measured)
+    python -m training.main                 # what `make main` runs (about 40 minutes on 2 CPU cores, measured)
     python -m training.main --fresh         # ignore checkpoints of an earlier (interrupted) run
     python -m training.main --max_steps 10000   # twice the budget: 29 minutes on 2 cores, measured (README)
     python -m training.main --max_steps 50 --max_predict_samples 100   # a quick look
