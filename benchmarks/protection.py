@@ -183,12 +183,7 @@ def protection_sources(tokenizer, max_source_tokens: int, count: int) -> list[di
     from hf_pgen.metrics import extract_placeholders
 
     pairs = [p for p in load_en_de_messages("test")["translation"] if extract_placeholders(p["en"])]
-    lengths = [len(ids) for ids in tokenizer([p["en"] for p in pairs])["input_ids"]]
-    pairs = [p for p, n in zip(pairs, lengths) if n <= max_source_tokens]
-    if len(pairs) <= count:
-        return pairs
-    step = len(pairs) / count
-    return [pairs[int(k * step)] for k in range(count)]
+    return _read_whole_spread(tokenizer, pairs, max_source_tokens, count)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -319,6 +314,16 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
     }
 
 
+def _read_whole_spread(tokenizer, pairs: list[dict], max_source_tokens: int, count: int) -> list[dict]:
+    """`count` of `pairs` whose source the model reads whole (at most `max_source_tokens`), spread evenly in order."""
+    lengths = [len(ids) for ids in tokenizer([p["en"] for p in pairs])["input_ids"]]
+    pairs = [p for p, n in zip(pairs, lengths) if n <= max_source_tokens]
+    if len(pairs) <= count:
+        return pairs
+    step = len(pairs) / count
+    return [pairs[int(k * step)] for k in range(count)]
+
+
 def glossary_sources(tokenizer, max_source_tokens: int, count: int, dictionary: str) -> list[dict]:
     """`count` test-split pairs ({"en", "de", "terms"}) that support a FreeDict term (its source term in the source,
     its target term in the reference: the main job's test term base) and are read whole, spread evenly."""
@@ -331,12 +336,7 @@ def glossary_sources(tokenizer, max_source_tokens: int, count: int, dictionary: 
         terms = dict(index.supported(pair["en"], pair["de"]))
         if terms:
             pairs.append({**pair, "terms": terms})
-    lengths = [len(ids) for ids in tokenizer([p["en"] for p in pairs])["input_ids"]]
-    pairs = [p for p, n in zip(pairs, lengths) if n <= max_source_tokens]
-    if len(pairs) <= count:
-        return pairs
-    step = len(pairs) / count
-    return [pairs[int(k * step)] for k in range(count)]
+    return _read_whole_spread(tokenizer, pairs, max_source_tokens, count)
 
 
 def bench_glossary_trained(args: Any) -> dict:
