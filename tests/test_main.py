@@ -3,7 +3,7 @@ numbers come from `make main`)."""
 
 import pytest
 
-from training.main import SYSTEMS, evaluate_goals, terminology_goals
+from training.main import SYSTEMS, evaluate_goals, terminology_goals, unseen_terms_kept
 
 
 def _systems(**kept):
@@ -74,6 +74,16 @@ def test_terminology_goals_follow_the_term_rows():
     goals = terminology_goals(systems, _significance(systems))
     assert not goals[0]["met"] and "0.900 (pgen-word+terms)" in goals[0]["detail"]
     assert not goals[1]["met"] and "pgen-word+terms -3.0" in goals[1]["detail"]
+
+
+def test_unseen_terms_kept_counts_only_terms_the_reference_keeps():
+    sources = ["Send Zyx to Qrv", "Open Zyx", "Open Plok"]
+    references = ["Sende Zyx an Qrv", "Öffne Zyx", "Öffne die Datei"]  # Plok is translated away: not counted
+    terms = [["Zyx", "Qrv"], ["Zyx"], ["Plok"]]
+    outputs = ["Sende Zyx Zyx an", "Öffne Zyx", "Öffne"]
+    metrics = unseen_terms_kept(sources, references, outputs, terms)
+    assert metrics == {"unseen_kept": 2 / 3, "unseen_repeated": 1 / 2, "unseen_dropped": 1 / 2}
+    assert unseen_terms_kept(sources, references, sources, terms)["unseen_kept"] == 1.0  # copy-the-source
 
 
 pytestmark = pytest.mark.slow  # left out by `make test-fast`

@@ -215,7 +215,7 @@ def test_markdown_table_parses_and_marks_significance(comparison):
     rows = _rows(table)
     header, separator, body = rows[0], rows[1], rows[2:]
     assert header == ["system", "sacreBLEU", "chrF", "placeholders kept", "placeholders invented",
-                      "unseen-term copy", "term success rate", "mean p_gen", "training tokens/s", "wall time"]
+                      "unseen-term copy", "unseen kept where the reference keeps it", "term success rate", "mean p_gen", "training tokens/s", "wall time"]
     assert all(len(row) == len(header) for row in rows) and set(separator) <= {"---", "---:"}
     cells = {row[0]: dict(zip(header, row)) for row in body}
     assert list(cells) == [s["label"] for s in comparison["systems"]]

@@ -304,7 +304,29 @@ def score(sources: list[str], references: list[str], predictions: list[str], ter
         "placeholders_kept": library["placeholder_preservation"],
         "placeholders_invented": sum(invented) / max(len(invented), 1),
         "unseen_term_copy": sum(copied) / len(copied) if copied else None,
+        **unseen_terms_kept(sources, references, predictions, terms),
     }
+
+
+def unseen_terms_kept(sources: list[str], references: list[str], predictions: list[str], terms: list[list[str]]
+                      ) -> dict:
+    """The stricter copy metric: among the unseen source terms that the reference keeps verbatim (the ones a
+    translation must copy; copy-the-source scores 1.0), the share the output keeps, and the shares of those outputs
+    that repeat one more often than the source holds it, or drop one."""
+    kept, repeated, dropped = [], [], []
+    for source, reference, prediction, unseen in zip(sources, references, predictions, terms):
+        must = [t for t in unseen if t in _WORD.findall(reference)]
+        if not must:
+            continue
+        words, source_words = _WORD.findall(prediction), _WORD.findall(source)
+        kept += [t in words for t in must]
+        repeated.append(any(words.count(t) > source_words.count(t) for t in must))
+        dropped.append(any(t not in words for t in must))
+    return {"unseen_kept": _mean(kept), "unseen_repeated": _mean(repeated), "unseen_dropped": _mean(dropped)}
+
+
+def _mean(flags: list[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
 
 
 def terminology_controls(sources: list[str], references: list[str], dictionary_path: str, seed: int = 0

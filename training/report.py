@@ -288,6 +288,7 @@ _COLUMNS = (
     ("placeholders kept", "placeholders_kept", _share),
     ("placeholders invented", "placeholders_invented", _share),
     ("unseen-term copy", "unseen_term_copy", _share),
+    ("unseen kept where the reference keeps it", "unseen_kept", _share),
     ("term success rate", "term_success_rate", lambda v: f"{v:.3f}"),
     ("mean p_gen", "mean_p_gen", lambda v: f"{v:.2f}"),
     ("training tokens/s", "train_tokens_per_second", lambda v: f"{v:,.0f}"),
