@@ -234,7 +234,7 @@ def check_annotation(annotation: str) -> str:
 
 def annotate(
     text: str, matches: Sequence[GlossaryMatch], annotation: str
-) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]]]:
+) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
     """Rewrite each match of `text` with `annotation`.
 
     Returns the annotated text, the character spans of the target terms in it (one per match, in order), the spans
