@@ -114,3 +114,6 @@ def test_help_exits_0_and_prints_usage(helps, name):
     if name.startswith("hf-pgen"):
         assert result.stdout.startswith(f"usage: {name} ")
     assert "Traceback" not in result.stderr
+
+
+pytestmark = pytest.mark.slow  # subprocesses (a Python per command): left out by `make test-fast`
