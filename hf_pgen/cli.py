@@ -183,12 +183,11 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
     # Libraries that print go to stderr: stdout carries translations only.
     with contextlib.redirect_stdout(sys.stderr):
         translator = _load(args.model, device)
-        if glossary is not None and args.glossary_mode == "hint" and translator._processor.glossary_annotation is None:
-            raise _Error(
-                f"--glossary-mode hint writes the terms into the source for the model to read, but {args.model} was "
-                "not trained to read them (its config has no glossary_annotation): drop --glossary-mode (the "
-                "default, guarantee, places the terms), or train with run_translation --glossary_augmentation"
-            )
+        if glossary is not None:
+            try:  # before any input is read
+                translator._processor.check_glossary_mode(args.glossary_mode)
+            except ValueError as error:
+                raise _Error(f"--glossary-mode {args.glossary_mode}: {_first_line(error)}") from None
         call: dict[str, Any] = {}
         if args.num_beams is not None:
             call["num_beams"] = args.num_beams

@@ -733,8 +733,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             return None
         width = scores.shape[-1]
         tail_start = state[3]
-        prefix = (index, tuple(g[:tail_start]))
-        committed = tail_start < len(g) and (prefix in self._ended_into or g[tail_start] in self._lifted.get(prefix, ()))
+        committed = False
+        if tail_start < len(g):  # a pending tail: did the rule start it (see `_ended_into`)?
+            prefix = (index, tuple(g[:tail_start]))
+            committed = prefix in self._ended_into or g[tail_start] in self._lifted.get(prefix, ())
         allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget, committed=committed)
         if carries:
             self._carrying[(index, key)] = state[:3]

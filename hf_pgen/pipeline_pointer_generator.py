@@ -48,7 +48,7 @@ from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
 from .configuration_pointer_generator import is_pointer_generator
-from .glossary import GLOSSARY_MODES, glossaries_for
+from .glossary import glossaries_for
 from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import (
@@ -226,14 +226,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     def _glossary_parameters(self, glossary: Any, mode: str | None, ignore_case: bool | None) -> dict[str, Any]:
         """preprocess's glossary keywords, checked (and a file read) once per call, before any input is encoded."""
         mode = "guarantee" if mode is None else mode
-        if mode not in GLOSSARY_MODES:
-            raise ValueError(f"glossary_mode={mode!r} is not one of {GLOSSARY_MODES}.")
-        if mode == "hint" and self._processor.glossary_annotation is None:
-            raise ValueError(
-                'glossary_mode="hint" writes the terms into the source for the model to use, but this model has no '
-                "glossary_annotation (it was not trained to read one): use the default glossary_mode=\"guarantee\", "
-                "or train a pointer-generator with run_translation --glossary_augmentation."
-            )
+        self._processor.check_glossary_mode(mode)
         if glossary is not _PER_INPUT and glossary is not None:
             glossary = glossaries_for(glossary, None, bool(ignore_case))
         return {"glossary": glossary, "glossary_mode": mode, "glossary_ignore_case": bool(ignore_case)}
@@ -248,7 +241,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if isinstance(inputs, str):
             _warn_missing_literals([inputs], kwargs.get("protect"), stacklevel=3)
             if per_input:  # one input: a list of one term base
-                kwargs = {**kwargs, "glossary": _one_glossary(kwargs["glossary"], 1, bool(kwargs.get("glossary_ignore_case")))[0]}
+                kwargs = {**kwargs, "glossary": glossaries_for(list(kwargs["glossary"]), 1, bool(kwargs.get("glossary_ignore_case")))[0]}
             return super().__call__(inputs, *args, **kwargs)
         if isinstance(inputs, (bytes, bytearray, collections.abc.Mapping)):
             _check_text(inputs)
@@ -260,7 +253,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 return []
             _warn_missing_literals(texts, kwargs.get("protect"), stacklevel=3)
             if per_input:  # each text carries its own term base through the pipeline's batching
-                glossaries = _one_glossary(kwargs.pop("glossary"), len(texts), bool(kwargs.get("glossary_ignore_case")))
+                glossaries = glossaries_for(list(kwargs.pop("glossary")), len(texts),
+                                            bool(kwargs.get("glossary_ignore_case")))  # each read once
                 texts = [_TextWithGlossary(text, glossary) for text, glossary in zip(texts, glossaries)]
                 kwargs["glossary"] = _PER_INPUT
             results = super().__call__(texts, *args, **kwargs)
@@ -612,11 +606,6 @@ class _TextWithGlossary(str):
 
 
 _PER_INPUT = object()  # preprocess's `glossary` when each text carries its own
-
-
-def _one_glossary(glossaries: Any, num_texts: int, ignore_case: bool = False) -> list[Any]:
-    """The per-input list of term bases, each loaded and checked once, before any input is encoded."""
-    return glossaries_for(list(glossaries), num_texts, ignore_case)
 
 
 def _check_text(text: Any, index: int | None = None) -> None:

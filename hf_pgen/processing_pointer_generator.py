@@ -208,18 +208,23 @@ class PointerGeneratorProcessor:
                                           len(prefix))
         return sources
 
-    def _apply_glossary(
-        self, text: str | list[str], glossary: Any, mode: str, ignore_case: bool, skip: int
-    ) -> tuple[str | list[str], list[dict[str, Any] | None] | None]:
-        """The texts with the annotation written in, and (guarantee mode) the terms to place per text."""
+    def check_glossary_mode(self, mode: str) -> None:
+        """Raise a `ValueError` saying why and what to do when `glossary_mode=mode` cannot work with this model: an
+        unknown mode, or `"hint"` for a model that was not trained to read the annotation."""
         if mode not in GLOSSARY_MODES:
             raise ValueError(f"glossary_mode={mode!r} is not one of {GLOSSARY_MODES}.")
         if mode == "hint" and self.glossary_annotation is None:
             raise ValueError(
                 'glossary_mode="hint" writes the terms into the source for the model to use, but this model has no '
-                "glossary_annotation (it was not trained to read one): use glossary_mode=\"guarantee\" (the default), "
-                "or train with run_translation --glossary_augmentation."
+                "glossary_annotation (it was not trained to read them): use glossary_mode=\"guarantee\" (the default), "
+                "or train a pointer-generator with run_translation --glossary_augmentation."
             )
+
+    def _apply_glossary(
+        self, text: str | list[str], glossary: Any, mode: str, ignore_case: bool, skip: int
+    ) -> tuple[str | list[str], list[dict[str, Any] | None] | None]:
+        """The texts with the annotation written in, and (guarantee mode) the terms to place per text."""
+        self.check_glossary_mode(mode)
         texts = [text] if isinstance(text, str) else list(text)
         unspellable = None
         if self.copies and self.glossary_annotation is None:

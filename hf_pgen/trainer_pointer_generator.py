@@ -160,11 +160,12 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             if protect == "oov" and not is_pointer_generator(self.model):
                 raise ValueError('protect="oov" needs a copying model: out-of-vocabulary words can only be copied.')
         self.protect = protect
-        if glossary is not None:
+        if glossary is not None or glossary_column is not None:
             from .glossary import GLOSSARY_MODES, glossaries_for
 
             if glossary_mode not in GLOSSARY_MODES:
                 raise ValueError(f"glossary_mode={glossary_mode!r} is not one of {GLOSSARY_MODES}.")
+        if glossary is not None:
             glossary = glossaries_for(glossary, None)  # a file is read (and checked) once, before any training
             if isinstance(glossary, list):
                 raise TypeError("The Trainer's glossary is one term base for every example: a dict, a Glossary or a "
@@ -172,8 +173,6 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         if glossary is not None and glossary_column is not None:
             raise ValueError("Pass glossary (one term base for every example) or glossary_column (one per example), "
                              "not both.")
-        if glossary_column is not None and glossary_mode not in ("guarantee", "hint"):
-            raise ValueError(f"glossary_mode={glossary_mode!r} is not one of ('guarantee', 'hint').")
         self.glossary, self.glossary_mode, self.glossary_column = glossary, glossary_mode, glossary_column
         self._protection = dict(source_column=source_column, source_prefix=source_prefix,
                                 max_source_length=max_source_length)
