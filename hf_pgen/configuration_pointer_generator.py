@@ -55,6 +55,17 @@ class PointerGeneratorConfig(PreTrainedConfig):
             only.
         coverage_weight (`float`, defaults to 1.0):
             Weight of the coverage loss.
+        selective_read (`bool`, defaults to `False`):
+            CopyNet's selective read (Gu et al. 2016): the decoder input of each step also carries the mean encoder
+            state of the source positions that hold the token fed at that step (through a learned projection). After
+            copying, the decoder then knows which word it copied, which an out-of-vocabulary word fed back as the bare
+            unknown token cannot tell it, and where in the source that word stands. The projection starts at zero, so
+            a freshly wrapped base generates exactly as without it.
+        copy_next (`bool`, defaults to `False`):
+            Sequential copying (after Zhou et al. 2018): where the token fed at a step stands at source position i, the
+            pointer's score of position i + 1 gets a learned, state-dependent bonus, and the copy switch sees the
+            pointer's mass on such continuing positions. A name or identifier split into several pieces is then copied
+            as one run rather than piece by piece. Its weights start at zero (exact at the start, as above).
         force_p_gen (`float`, *optional*):
             Fix p_gen instead of predicting it: 1.0 switches copying off (the model then returns the base's own logits,
             so every `generate()` option behaves exactly as on the base), 0.0 always copies.
@@ -92,6 +103,8 @@ class PointerGeneratorConfig(PreTrainedConfig):
     pointer_heads: list[int] | None = None
     coverage: bool = False
     coverage_weight: float = 1.0
+    selective_read: bool = False
+    copy_next: bool = False
     force_p_gen: float | None = None
     label_smoothing: float = 0.0
     p_gen_bias_init: float = 10.0

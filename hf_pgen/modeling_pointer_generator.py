@@ -98,6 +98,7 @@ class PointerAttention(nn.Module):
         source_padding: torch.Tensor | None,
         coverage: torch.Tensor | None,
         query: tuple[torch.Tensor, torch.Tensor] | None = None,
+        bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
         Args:
@@ -109,6 +110,7 @@ class PointerAttention(nn.Module):
                 share a source).
             source_padding: (B, 1, S) bool, True where a row has no source token; or None.
             coverage: (B, S) attention summed over the target positions before this call, or None (zeros).
+            bias: (B, T, S) float32 added to the scores (`CopyNext.bias`), or None.
         Returns:
             attention (B, T, S) float32, and the per-step coverage before each step (B, T, S) (None without coverage).
         """
@@ -128,6 +130,8 @@ class PointerAttention(nn.Module):
             scores = scores.float()
         if query is None:
             scores = scores.mul_(self.scale)  # (B, T, S); in place: the bmm's backward does not read its output
+        if bias is not None:
+            scores = scores + bias
         if source_padding is not None:
             scores = scores.masked_fill(source_padding, torch.finfo(scores.dtype).min)
         if self.coverage_weight is None:
@@ -176,6 +180,65 @@ class CopySwitch(nn.Linear):
         return logit + context_term
 
 
+class SelectiveRead(nn.Module):
+    """CopyNet's selective read (Gu et al. 2016): the decoder input embedding of the token y fed at a step gets
+
+        W_r * mean_{i : x_i = y} h_i
+
+    added, the mean encoder state of the source positions that hold y (extended ids, so a copied out-of-vocabulary
+    word finds its own positions although it is embedded as the unknown token). A token absent from the source gets
+    nothing. W_r starts at zero.
+    """
+
+    def __init__(self, encoder_dim: int, embed_dim: int):
+        super().__init__()
+        self.proj = nn.Linear(encoder_dim, embed_dim, bias=False)
+
+    def forward(
+        self, decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None,
+        encoder_states: torch.Tensor,
+    ) -> torch.Tensor:
+        """decoder_ids (B, T) and source_ids (B, S) extended ids, source_mask (B, S) or None, encoder_states
+        (B, S, D_enc) -> (B, T, E) to add to the decoder input embeddings."""
+        match = _matches(decoder_ids, source_ids, source_mask).to(encoder_states.dtype)  # (B, T, S)
+        match = match / match.sum(-1, keepdim=True).clamp_min(1.0)
+        return self.proj(torch.bmm(match, encoder_states))
+
+
+class CopyNext(nn.Module):
+    """Sequential copying (after Zhou et al. 2018): continuing a copy from source position i at i + 1 is one feature.
+
+    Where the token y fed at step t stands at source position i - 1, position i "continues" it. The pointer's score
+    of a continuing position gets the bonus g(s_t) (a linear function of the decoder state, so the model decides when
+    a run goes on), and the copy switch gets w * (pointer mass on continuing positions). Both start at zero.
+    """
+
+    def __init__(self, decoder_dim: int):
+        super().__init__()
+        self.gate = nn.Linear(decoder_dim, 1)
+        self.switch_weight = nn.Parameter(torch.zeros(()))
+
+    @staticmethod
+    def continuing(decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None) -> torch.Tensor:
+        """(B, T), (B, S), (B, S) or None -> (B, T, S) bool: position i follows a position holding the fed token."""
+        previous = F.pad(source_ids[:, :-1], (1, 0), value=-1)  # x_{i-1}; nothing precedes position 0
+        return _matches(decoder_ids, previous, source_mask)
+
+    def bias(self, decoder_states: torch.Tensor, continuing: torch.Tensor) -> torch.Tensor:
+        """(B, T, D_dec), (B, T, S) bool -> the pointer scores' bonus (B, T, S) float32."""
+        return self.gate(decoder_states).float() * continuing
+
+    def switch_term(self, attention: torch.Tensor, continuing: torch.Tensor) -> torch.Tensor:
+        """(B, T, S) float32, (B, T, S) bool -> the switch logit's term (B, T, 1) float32."""
+        return self.switch_weight.float() * (attention * continuing).sum(-1, keepdim=True)
+
+
+def _matches(decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None) -> torch.Tensor:
+    """(B, T), (B, S), (B, S) or None -> (B, T, S) bool: the source position holds the decoder's token."""
+    match = decoder_ids.unsqueeze(-1) == source_ids.unsqueeze(1)
+    return match if source_mask is None else match & source_mask.bool().unsqueeze(1)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Model
 # ---------------------------------------------------------------------------------------------------------------------
@@ -203,9 +266,15 @@ class PointerGeneratorPreTrainedModel(PreTrainedModel):
             # Zero weights: p_gen starts at sigmoid(p_gen_bias_init) everywhere.
             module.weight.zero_()
             module.bias.fill_(self.config.p_gen_bias_init)
-        elif self.pointer is not None and module is self.pointer.coverage_weight:
+        elif (self.pointer is not None and module is self.pointer.coverage_weight) or (
+            self.copy_next is not None and module is self.copy_next.gate
+        ):
             module.weight.zero_()
             module.bias.zero_()
+        elif self.selective_read is not None and module is self.selective_read.proj:
+            module.weight.zero_()
+        elif isinstance(module, CopyNext):
+            module.switch_weight.zero_()
         elif isinstance(module, nn.Linear):
             module.weight.normal_(0.0, getattr(self.config.base_config, "init_std", None) or 0.02)
             if module.bias is not None:
@@ -249,7 +318,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         # The pointer and the switch read the decoder's final states: a hook on the decoder computes them there (see
         # `_copy_step_after_decoder`), from what `forward` leaves in `_copy_step.inputs` for the call.
         self._copy_step = _CopyStep()
-        self.base.get_decoder().register_forward_hook(self._copy_step_after_decoder, with_kwargs=True)
+        decoder = self.base.get_decoder()
+        decoder.register_forward_hook(self._copy_step_after_decoder, with_kwargs=True)
         decoder_dim = _hidden_size(config.base_config, "decoder")
         encoder_dim = _hidden_size(config.base_config, "encoder")
         embed_dim = self.base.get_input_embeddings().embedding_dim
@@ -260,6 +330,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         else:
             self.pointer = None
         self.copy_switch = CopySwitch(encoder_dim, decoder_dim, embed_dim)
+        self.selective_read = SelectiveRead(encoder_dim, embed_dim) if config.selective_read else None
+        if self.selective_read is not None:
+            decoder.register_forward_pre_hook(self._selective_read_before_decoder, with_kwargs=True)
+        self.copy_next = CopyNext(decoder_dim) if config.copy_next else None
         self.post_init()
 
     # -- construction ---------------------------------------------------------------------------------------------
@@ -416,15 +490,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """
         if self._copy_step.inputs is None:
             return  # the decoder called on its own, not through this model's forward
-        attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds, mixed_source = (
-            self._copy_step.inputs
-        )
-        encoder_states = kwargs.get("encoder_hidden_states")  # (B, S, D_enc)
-        if encoder_states is None:
-            raise RuntimeError(
-                f"{type(self.base).__name__} called its decoder without encoder_hidden_states as a keyword argument; "
-                "the pointer-generator reads the encoder states there. Please report this base model family."
-            )
+        (attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds, mixed_source,
+         extended_decoder_ids, source_ids) = self._copy_step.inputs
+        encoder_states = self._encoder_states(kwargs)  # (B, S, D_enc)
         # (Indexing a ModelOutput builds the tuple of all its fields: read the attribute where there is one.)
         decoder_states = getattr(output, "last_hidden_state", None)  # (B, T, D_dec)
         if decoder_states is None:
@@ -432,9 +500,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         keys, query, padding, context_scores = self._source_features(
             encoder_states, attention_mask, cache
         )
+        continuing = bias = None
+        if self.copy_next is not None:
+            continuing = CopyNext.continuing(extended_decoder_ids, source_ids, attention_mask)  # (B, T, S)
+            bias = self.copy_next.bias(decoder_states, continuing)  # (B, T, S)
         pointer_attention, coverage_before = self._pointer_attention(
             decoder_states, keys, query, padding, attention_mask, getattr(output, "cross_attentions", None),
-            previous_coverage,
+            previous_coverage, bias,
         )  # (B, T, S), (B, T, S)
         if isinstance(cache, PointerGeneratorCache) and self.config.coverage and self.pointer is not None:
             # Only the dedicated pointer's scores read coverage back at later steps.
@@ -442,6 +514,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         switch_logit = self._switch_logit(
             pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds
         )  # (B, T, 1)
+        if continuing is not None and self.config.force_p_gen is None:
+            switch_logit = switch_logit + self.copy_next.switch_term(pointer_attention, continuing)
         mixture = None
         if mixed_source is not None:
             # Everything of the mixture that does not need the vocabulary logits, computed before the LM head.
@@ -452,12 +526,33 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             mixture = (num_slots, copy_side)
         self._copy_step.outputs = (pointer_attention, coverage_before, switch_logit, mixture)
 
+    def _selective_read_before_decoder(self, module, args, kwargs):
+        """Forward pre-hook on the base's decoder (with `selective_read`): the decoder gets its input embeddings with
+        the selective read added instead of ids. The decoder's own embedding module makes them, so each family scales
+        them exactly as it scales ids (BART inside the module, Marian and Pegasus after it)."""
+        if self._copy_step.inputs is None:
+            return None  # the decoder called on its own, not through this model's forward
+        attention_mask, extended_decoder_ids, source_ids = (self._copy_step.inputs[i] for i in (0, 6, 7))
+        embeds = module.get_input_embeddings()(kwargs["input_ids"])  # (B, T, E)
+        read = self.selective_read(extended_decoder_ids, source_ids, attention_mask, self._encoder_states(kwargs))
+        return args, {**kwargs, "input_ids": None, "inputs_embeds": embeds + read.to(embeds.dtype)}
+
+    def _encoder_states(self, decoder_kwargs: dict) -> torch.Tensor:
+        encoder_states = decoder_kwargs.get("encoder_hidden_states")  # (B, S, D_enc)
+        if encoder_states is None:
+            raise RuntimeError(
+                f"{type(self.base).__name__} called its decoder without encoder_hidden_states as a keyword argument; "
+                "the pointer-generator reads the encoder states there. Please report this base model family."
+            )
+        return encoder_states
+
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
-        """Shift labels right behind the decoder start token; -100 becomes pad, extended ids become unknown."""
+        """Shift labels right behind the decoder start token; -100 becomes pad. Extended ids (copied words) stay:
+        `forward` embeds them as the unknown token, and `selective_read` and `copy_next` read which word it was."""
         labels = labels.masked_fill(labels == -100, self.config.pad_token_id)
         decoder_input_ids = labels.new_full(labels.shape, self.config.decoder_start_token_id)
         decoder_input_ids[:, 1:] = labels[:, :-1]
-        return self._to_base_vocabulary(decoder_input_ids)
+        return decoder_input_ids
 
     def _to_base_vocabulary(self, ids: torch.Tensor) -> torch.Tensor:
         """Extended ids (copied words) fed back to the decoder are embedded as the unknown token."""
@@ -532,6 +627,14 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        extended_decoder_ids = None
+        if self.selective_read is not None or self.copy_next is not None:
+            if decoder_input_ids is None:
+                raise ValueError(
+                    "selective_read and copy_next read which token the decoder is fed: pass decoder_input_ids (or "
+                    "labels), not decoder_inputs_embeds."
+                )
+            extended_decoder_ids = decoder_input_ids
         if decoder_input_ids is not None and num_slots_known != 0:  # sources without OOV words cannot feed one back
             decoder_input_ids = self._to_base_vocabulary(decoder_input_ids)
 
@@ -549,7 +652,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         copy_step = self._copy_step
         copy_step.inputs = (
             attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds,
-            source_ids if build_logits else None,
+            source_ids if build_logits else None, extended_decoder_ids, source_ids,
         )
         copy_step.outputs = None
         try:
@@ -661,9 +764,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             cache.rows_per_source = rows_per_source
         return keys, query, padding, context_scores
 
-    def _pointer_attention(self, decoder_states, keys, query, padding, attention_mask, cross_attentions, coverage):
+    def _pointer_attention(
+        self, decoder_states, keys, query, padding, attention_mask, cross_attentions, coverage, bias=None
+    ):
         if self.pointer is not None:
-            attention, coverage_before = self.pointer(decoder_states, keys, padding, coverage, query)
+            attention, coverage_before = self.pointer(decoder_states, keys, padding, coverage, query, bias)
         else:
             layer = cross_attentions[self.config.pointer_layer]  # (B, H, T, S)
             heads = self.config.pointer_heads
@@ -675,6 +780,12 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             real = attention_mask.float() if attention_mask is not None else attention.new_ones(attention.shape[::2])
             uniform = (real / real.sum(-1, keepdim=True)).unsqueeze(1)  # (B, 1, S)
             attention = torch.where(total > 0, attention / total.clamp_min(torch.finfo(torch.float32).tiny), uniform)
+            if bias is not None:
+                # The base's scores are out of reach: a * exp(b), renormalised (the row maximum subtracted first, so
+                # that exp cannot overflow), is what adding b to them would give.
+                weighted = attention * (bias - bias.amax(-1, keepdim=True)).exp()
+                total = weighted.sum(-1, keepdim=True)  # 0 only where every weighted position underflowed
+                attention = torch.where(total > 0, weighted / total.clamp_min(torch.finfo(torch.float32).tiny), attention)
             coverage_before = None
         if self.config.coverage and coverage_before is None:
             # Cross-attention pointer: coverage cannot enter the base's scores, only the loss.
