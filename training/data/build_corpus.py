@@ -66,6 +66,7 @@ class Package:
     catalogue_re: str = DEFAULT_CATALOGUE_RE
     exclude_re: str | None = None  # catalogue paths to skip (vendored code)
     kolibri_json: bool = False  # also read Kolibri's JSON message catalogues
+    sha256: str | None = None  # of the wheel; ``download`` refuses any other file
 
     @property
     def origin(self) -> str:
@@ -77,10 +78,10 @@ class Package:
 # every English source that a training package also has.
 PACKAGES: list[Package] = [
     # ---- train ----
-    Package("django", "5.2.19", "BSD-3-Clause"),
-    Package("apache-superset", "6.1.0", "Apache-2.0"),
-    Package("horizon", "27.0.0", "Apache-2.0"),
-    Package("indico", "3.2.9", "MIT"),
+    Package("django", "5.2.19", "BSD-3-Clause", sha256="5965d974a5218a2b68a11dd1276434707f23886525c23f0598eccedaf4f4ca00"),
+    Package("apache-superset", "6.1.0", "Apache-2.0", sha256="4b5886b2d6389a32df790aeae2532ad72529bce1af93b6edf2d1b2a8bf658748"),
+    Package("horizon", "27.0.0", "Apache-2.0", sha256="8a981dae4fb6626e71553aa185f6e429b0b1efb86b04b0a72c3b18ee04f1f990"),
+    Package("indico", "3.2.9", "MIT", sha256="194d2e31ccaabd2b9af7809e67d60d942faee35a6b4de36f0c2c280a32ed84c3"),
     Package(
         "kolibri",
         "0.19.5",
@@ -88,33 +89,34 @@ PACKAGES: list[Package] = [
         # kolibri/dist/ vendors Django, DRF, ... -- only Kolibri's own strings.
         catalogue_re=r"^kolibri/locale/de/LC_MESSAGES/[^/]+\.(?:po|mo)$",
         kolibri_json=True,
+        sha256="dc4c187d29a80037594c2dadd1cbc862cb4b8b76166bfd4084314f8ab2bc6221",
     ),
-    Package("spyder", "6.1.8", "MIT"),
-    Package("django-oscar", "4.2.1", "BSD-3-Clause"),
-    Package("ephios", "0.27.1", "MIT"),
-    Package("thonny", "5.0.1", "MIT"),
-    Package("jupyterlab-language-pack-de-de", "4.5.post3", "BSD-3-Clause"),
-    Package("django-cms", "5.1.3", "BSD-3-Clause"),
-    Package("mezzanine", "6.1.1", "BSD-2-Clause"),
-    Package("flask-appbuilder", "5.3.0", "BSD-3-Clause"),
-    Package("flask-admin", "2.2.1", "BSD-3-Clause"),
-    Package("heat-dashboard", "16.0.0", "Apache-2.0"),
-    Package("octavia-dashboard", "18.0.0", "Apache-2.0"),
-    Package("manila-ui", "16.0.0", "Apache-2.0"),
-    Package("magnum-ui", "19.0.0", "Apache-2.0"),
-    Package("trove-dashboard", "27.0.0", "Apache-2.0"),
-    Package("django-helpdesk", "2.6.1", "BSD-3-Clause"),
-    Package("django-localflavor", "5.1", "BSD-3-Clause"),
-    Package("django-import-export", "4.4.3", "BSD-2-Clause"),
-    Package("django-debug-toolbar", "8.0.0", "BSD-3-Clause"),
+    Package("spyder", "6.1.8", "MIT", sha256="4da836742a7138c93392a8a0bd1a5ff40002cf92d217ef0e7bed11b522322f90"),
+    Package("django-oscar", "4.2.1", "BSD-3-Clause", sha256="adbb95ea0130859c204cc6fb221052d6d437ecbaa90800e8418a809f72645e9c"),
+    Package("ephios", "0.27.1", "MIT", sha256="5d58e3d0bff7f4fbd47b8f2672560c473e5c9ca1d3f7eced524ff194f3d38304"),
+    Package("thonny", "5.0.1", "MIT", sha256="94eb9fc3d9f45acffcda51c17e75f56bb4b14427fee0467e14fb4f6210c33041"),
+    Package("jupyterlab-language-pack-de-de", "4.5.post3", "BSD-3-Clause", sha256="b716b56f7e0c884f42152d5e36c253ea0f32ca41f99097d842d3934f4a4bc7fb"),
+    Package("django-cms", "5.1.3", "BSD-3-Clause", sha256="acf31919aab389d2bea253efa97a901bf55e96046a252f23a7a742e495848a5e"),
+    Package("mezzanine", "6.1.1", "BSD-2-Clause", sha256="abb8a3d7ee91b724d8aa89fa971bad1cf8e368c21055da4913e20e1418a96d1b"),
+    Package("flask-appbuilder", "5.3.0", "BSD-3-Clause", sha256="85d7c9520402848d864ac91672e19c921ca518ddc9b840d631ed6c04306b89ed"),
+    Package("flask-admin", "2.2.1", "BSD-3-Clause", sha256="a0533fd1968543fc621733316bb9c30774b501c119816f1e83d7dcedacb99895"),
+    Package("heat-dashboard", "16.0.0", "Apache-2.0", sha256="205e17a8fb2a24165f3fc1b8ae9c491470e7ea3ef4cda33272c96114d88887d8"),
+    Package("octavia-dashboard", "18.0.0", "Apache-2.0", sha256="90c1cfbeac0a9bfe4905be62b4bee35a56291d5bd7c4acbcd8802b0ab968fa90"),
+    Package("manila-ui", "16.0.0", "Apache-2.0", sha256="b05f56cc010900aa451412288d077f3a485132851999d41cb36209ed7eb5e738"),
+    Package("magnum-ui", "19.0.0", "Apache-2.0", sha256="80642e89bba9b4d6c5eb9e1b774f3593f564e0076f96d1f3158c639575e7f42f"),
+    Package("trove-dashboard", "27.0.0", "Apache-2.0", sha256="3e2ddb8138a0251da34c377f8283c6b8cac024d29a12976da04545a14ccdab09"),
+    Package("django-helpdesk", "2.6.1", "BSD-3-Clause", sha256="f2167cd340577088be861fa5d25ca6f828226ac0d25db7e67b96a35a89ca4e44"),
+    Package("django-localflavor", "5.1", "BSD-3-Clause", sha256="33a0b5418c99c733e87fd949e08ba3c6ccf7e7a9edd1458dac15586701b2cd90"),
+    Package("django-import-export", "4.4.3", "BSD-2-Clause", sha256="45234e698289fcc1a077ff0c9743b367a76a79c2272c7bf8622b5ff42335c65e"),
+    Package("django-debug-toolbar", "8.0.0", "BSD-3-Clause", sha256="329dfd6e1c26d9b4501a5cc69294c8bb734206ccb1bd36e96afc4d14128b630a"),
     # ---- validation ----
-    Package("wagtail", "8.0.1", "BSD-3-Clause", split="validation"),
-    Package("django-allauth", "65.22.1", "MIT", split="validation"),
-    Package("django-filer", "3.6.0", "BSD-3-Clause", split="validation"),
+    Package("wagtail", "8.0.1", "BSD-3-Clause", split="validation", sha256="1e6ad5c7891a54efce1400e168298b5a2cc343b642cee89c31bf5ec30c98b26c"),
+    Package("django-allauth", "65.22.1", "MIT", split="validation", sha256="08f7a3ddbd5ff7f1000d685dee9c0678d0da2057e18bed473a6eb2de18bd04e4"),
+    Package("django-filer", "3.6.0", "BSD-3-Clause", split="validation", sha256="b441e081f0f5688d234815bd0421a1bafa10217eac31bdfe7c3ef3b092430bb3"),
     # ---- test ----
-    Package("Trac", "1.6", "BSD-3-Clause", split="test"),
-    Package("sphinx", "9.0.4", "BSD-2-Clause", split="test"),
-    Package("djangorestframework", "3.18.3", "BSD-3-Clause", split="test"),
+    Package("Trac", "1.6", "BSD-3-Clause", split="test", sha256="5ff2f3394ebee7cc5b8ee465871cfdecb78ee492a74215b47b6d9ddbcc93b5f7"),
+    Package("sphinx", "9.0.4", "BSD-2-Clause", split="test", sha256="5bebc595a5e943ea248b99c13814c1c5e10b3ece718976824ffa7959ff95fffb"),
+    Package("djangorestframework", "3.18.3", "BSD-3-Clause", split="test", sha256="8544bb674846731b1e3c9b309236ee1dc412905a0aa725be2ec193ca950a7d12"),
 ]
 
 SPLITS = ("train", "validation", "test")
@@ -139,10 +141,10 @@ def find_cached_wheel(pkg: Package, cache: Path) -> Path | None:
 
 
 def download(pkg: Package, cache: Path) -> Path:
-    """Fetch the pinned wheel into ``cache`` (no-op when it is already there)."""
+    """Fetch the pinned wheel into ``cache`` (no-op when it is already there) and check its pinned sha256."""
     wheel = find_cached_wheel(pkg, cache)
     if wheel is not None:
-        return wheel
+        return check_sha256(wheel, pkg)
     print(f"  downloading {pkg.origin} ...", flush=True)
     cmd = [
         sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
@@ -152,6 +154,13 @@ def download(pkg: Package, cache: Path) -> Path:
     wheel = find_cached_wheel(pkg, cache)
     if wheel is None:
         raise FileNotFoundError(f"pip download did not produce a wheel for {pkg.origin}")
+    return check_sha256(wheel, pkg)
+
+
+def check_sha256(wheel: Path, pkg: Package) -> Path:
+    """The wheel, when its digest is the pinned one: a re-uploaded or tampered archive stops the build."""
+    if pkg.sha256 is not None and sha256(wheel) != pkg.sha256:
+        raise ValueError(f"{wheel.name}: sha256 {sha256(wheel)} is not the pinned {pkg.sha256} of {pkg.origin}")
     return wheel
 
 
