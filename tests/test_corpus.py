@@ -121,3 +121,15 @@ def test_nothing_trains_or_tunes_on_the_held_out_splits(corpus):
     card = _corpus_packages()
     assert {row["split"] for row in card} == {"train", "validation", "test"}
     assert {row["package"] for row in card} == {pkg.name for pkg in PACKAGES if pkg.split != HELDOUT}
+
+
+def test_a_rebuild_refuses_a_wheel_other_than_the_pinned_one(tmp_path):
+    """Every package is pinned with its wheel's sha256: a cached or downloaded archive with other bytes stops the build."""
+    from training.data.build_corpus import download
+
+    pkg = next(p for p in PACKAGES if p.split == HELDOUT)
+    wheel = tmp_path / f"{pkg.name}-{pkg.version}-py3-none-any.whl"
+    wheel.write_bytes(b"not the pinned wheel")
+    assert all(p.sha256 for p in PACKAGES)
+    with pytest.raises(ValueError, match="not the pinned"):
+        download(pkg, tmp_path)
