@@ -3,7 +3,7 @@
 import pytest
 from testing_utils import corpus_texts
 
-from hf_pgen.corpus import load_en_de_messages
+from hf_pgen.corpus import SPLITS, load_en_de_messages
 from hf_pgen.placeholders import extract_placeholders
 from hf_pgen.tokenizer_training import TOKENIZER_TYPES, train_shared_tokenizer
 
@@ -34,7 +34,7 @@ def test_a_placeholder_is_one_piece_and_no_piece_hides_one(texts):
     assert [piece for piece, _ in pre_tokenize("Report {%(num)s} at https://x.org/a%20b, {0:.2f} %d%%")] == [
         "▁Report", "▁", "{", "%(num)s", "}", "▁at", "▁", "https://x.org/a%20b", ",", "▁", "{0:.2f}", "▁", "%d", "%%"]
     holding = 0
-    for split in ("train", "validation", "test"):
+    for split in SPLITS:
         for pair in load_en_de_messages(split)["translation"]:
             for text in pair.values():
                 for piece, _ in pre_tokenize(text):
@@ -54,7 +54,7 @@ def test_the_pre_tokenizer_finds_the_placeholders_of_hf_pgen_placeholders():
     from hf_pgen.tokenizer_training import _PLACEHOLDER_PIECE
 
     gaps_of = pre_tokenizers.Split(Regex(_PLACEHOLDER_PIECE), behavior="removed").pre_tokenize_str
-    for split in ("train", "validation", "test"):
+    for split in SPLITS:
         for pair in load_en_de_messages(split)["translation"]:
             for text in pair.values():
                 gaps, end = [], 0

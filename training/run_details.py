@@ -203,6 +203,11 @@ def _procedure(settings: dict, results: dict) -> list[tuple[str, object]]:
     ]
 
 
+# The corpus splits run_translation can read (--do_train, --do_eval, --do_predict): the card names these packages only,
+# not those of the held-out heldout_tools split, which no run reads.
+CARD_SPLITS = ("train", "validation", "test")
+
+
 def _corpus_packages() -> list[dict]:
     stats_path = CORPUS_DIR / "stats.json"
     if not stats_path.is_file():
@@ -212,6 +217,7 @@ def _corpus_packages() -> list[dict]:
         {"package": name, "version": info.get("version", ""), "license": info.get("license", "unknown"),
          "pairs": info.get("pairs", 0), "split": info.get("split", "")}
         for name, info in stats.get("packages", {}).items()
+        if info.get("split") in CARD_SPLITS
     ]
 
 
