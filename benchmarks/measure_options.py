@@ -12,6 +12,10 @@ of wall time (on / off).
 * Copy info: `model.generate(**inputs, return_dict_in_generate=True, output_copy_info=True)` against the same call
   without `output_copy_info`, on the synthetic inputs of the generation throughput benchmark. Measured, no
   target. Reported as not available when the installed hf_pgen does not accept the option.
+* Copy options (`selective_read`, `copy_next`, both): a training step (forward, backward, AdamW) and greedy / beam
+  generate() of the copy model with the option against the same model without it (the same base and copy weights;
+  the option's own weights random, as after training). Targets (issue 31): training step <= 1.05x, generation
+  throughput >= 0.95x, i.e. time ratio <= 1/0.95.
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ from hf_pgen import PointerGeneratorProcessor
 from hf_pgen.metrics import placeholder_preservation
 
 from .harness import interleaved, log, paired_ratio, summary, time_call
-from .workloads import bart_config, build, make_source, protection_workload
+from .workloads import bart_config, build, make_labels, make_source, protection_workload
 
-__all__ = ["bench_copy_info", "bench_protection", "copy_info_support"]
+__all__ = ["COPY_OPTIONS", "bench_copy_info", "bench_copy_options", "bench_protection", "copy_info_support"]
+
+COPY_OPTIONS = {"selective_read": {"selective_read": True}, "copy_next": {"copy_next": True},
+                "both": {"selective_read": True, "copy_next": True}}
 
 PROTECTION_VOCAB = 8000  # the main job's word-level vocabulary
 PROTECTION_TOKENS = (8, 48)  # source lengths (tokens) of the messages used: typical messages, none truncated
@@ -157,3 +164,55 @@ def bench_copy_info(size: str, args: Any) -> dict:
     del model
     gc.collect()
     return report
+
+
+def bench_copy_options(size: str, args: Any) -> list[dict]:
+    """Each copy option against the default copy model: one training step at batch `args.batch` (source = target
+    length 64), and generate() of `args.new_tokens` tokens at batch 1 and 16, greedy and beam 4."""
+    vocab, source_len, new_tokens, dev = args.gen_vocab, args.gen_source_length, args.new_tokens, args.device
+    config = bart_config(size, vocab, max(source_len, 64))
+    input_ids, extended = make_source(args.batch, 64, vocab, seed=1)
+    labels = make_labels(extended, 64, vocab, seed=1)
+    train_inputs = dict(input_ids=input_ids.to(dev), attention_mask=torch.ones_like(input_ids).to(dev),
+                        extended_input_ids=extended.to(dev), labels=labels.to(dev))
+    results = []
+    for option, settings in COPY_OPTIONS.items():
+        models = {"off": build("pg", config, dev), "on": build("pg", config, dev, **settings)}
+        generator = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for name, param in models["on"].named_parameters():
+                if name.startswith(("selective_read.", "copy_next.")):
+                    param.copy_(torch.randn(param.shape, generator=generator) * 0.02)
+        optimizers = {k: torch.optim.AdamW(m.parameters(), lr=1e-4) for k, m in models.items()}
+
+        def train_step(kind):
+            models[kind].train()
+            models[kind](**train_inputs).loss.backward()
+            optimizers[kind].step()
+            optimizers[kind].zero_grad(set_to_none=True)
+
+        times = interleaved({k: (lambda k=k: train_step(k)) for k in models}, args.repeats, args.warmup, dev)
+        results.append({"option": option, "what": "training step", "batch": args.batch, "num_beams": None,
+                        "time_s": {k: summary(v) for k, v in times.items()},
+                        "time_ratio": paired_ratio(times["on"], times["off"])})
+        for model in models.values():
+            model.eval()
+        for batch in args.gen_batches:
+            input_ids, extended = make_source(batch, source_len, vocab, seed=2)
+            inputs = dict(input_ids=input_ids.to(dev), attention_mask=torch.ones_like(input_ids).to(dev),
+                          extended_input_ids=extended.to(dev))
+            for beams in (1, 4):
+                settings_ = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=beams, do_sample=False)
+                calls = {k: (lambda k=k: models[k].generate(**inputs, **settings_)) for k in models}
+                times = interleaved(calls, args.repeats, args.warmup_gen, dev, check=_generated(new_tokens))
+                results.append({"option": option, "what": "generate()", "batch": batch, "num_beams": beams,
+                                "time_s": {k: summary(v) for k, v in times.items()},
+                                "time_ratio": paired_ratio(times["on"], times["off"])})
+        for r in results[-5:]:
+            log(f"copy option {option} {size} {r['what']} batch {r['batch']} beams {r['num_beams']}: "
+                f"ratio {r['time_ratio']['median']:.3f}")
+        del models, optimizers
+        gc.collect()
+    for r in results:
+        r["size"], r["vocab"], r["source_length"], r["new_tokens"] = size, vocab, source_len, new_tokens
+    return results

@@ -352,6 +352,27 @@ def _copy_info(report: dict) -> list[str]:
     return lines + [""]
 
 
+def _copy_options(report: dict) -> list[str]:
+    results = report["copy_options"]
+    r0 = results[0]
+    lines = [
+        "## Copy options: selective_read, copy_next and both, against the default copy model",
+        "",
+        f"The same base and copy weights, the option's own weights random; training: one step at batch {r0['batch']} "
+        f"(64 source and target tokens); generate(): synthetic sources of {r0['source_length']} tokens, "
+        f"{r0['new_tokens']} new tokens forced. Interleaved (ABBA); time ratio = on / off, median of the per-repeat "
+        "ratios. Targets (issue 31): training <= 1.05, generation <= 1/0.95 = 1.053.",
+        "",
+        "| option | size | what | batch | beams | off | on | time ratio [Q1, Q3] |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        a, b, ratio = r["time_s"]["off"], r["time_s"]["on"], r["time_ratio"]
+        lines.append(f"| {r['option']} | {r['size']} | {r['what']} | {r['batch']} | {r['num_beams'] or ''} | "
+                     f"{_time(a['median'])} | {_time(b['median'])} | {ratio['median']:.3f} {_spread(ratio)} |")
+    return lines + [""]
+
+
 def markdown(report: dict) -> str:
     """The run's tables, each section present when the run measured it."""
     targets = report["targets"]
@@ -368,6 +389,8 @@ def markdown(report: dict) -> str:
         lines += _protection_trained(report, targets)
     if report.get("copy_info"):
         lines += _copy_info(report)
+    if report.get("copy_options"):
+        lines += _copy_options(report)
     if report.get("mixture"):
         lines += _mixture(report, targets)
     return "\n".join(lines)

@@ -13,6 +13,8 @@ order) so that machine noise hits both alike:
   trained model on held-out messages, stopping by itself: time, output lengths, outputs at the length limit,
   placeholders kept and chrF, with and without (`benchmarks/protection.py`);
 * copy_info: generate(output_copy_info=True) against without (measured, no target);
+* copy_options (only on request): selective_read, copy_next and both against the default copy model, a training
+  step and generate() (targets: training <= 1.05x, generation throughput >= 0.95x);
 * mixture: the copy step (`mix_into_log_probs`) against a Python loop over (example, source position), and, as
   context, the full mixture (`extended_log_probs`, log_softmax included) and `gold_log_probs` (single-call timings);
 * profile (only on request): torch.profiler op tables, written to profile.txt.
@@ -52,7 +54,7 @@ import transformers  # noqa: E402
 from .harness import MEMORY_METHOD, log, machine  # noqa: E402
 from .measure_mixture import bench_mixture  # noqa: E402
 from .measure_models import bench_decoding_step, bench_generation, bench_training  # noqa: E402
-from .measure_options import bench_copy_info, bench_protection  # noqa: E402
+from .measure_options import bench_copy_info, bench_copy_options, bench_protection  # noqa: E402
 from .profiles import bench_profile  # noqa: E402
 from .protection import DEFAULT_STEPS, bench_glossary_trained, bench_protection_trained  # noqa: E402
 from .report import write  # noqa: E402
@@ -75,7 +77,7 @@ TARGETS = {
     "mixture_speedup": 100.0,
 }
 SECTIONS = ("training", "generation", "step", "protection", "copy_info", "mixture", "profile", "protection_trained",
-            "glossary_trained")
+            "glossary_trained", "copy_options")
 DEFAULT_SECTIONS = "training,generation,step,protection,copy_info,mixture"
 
 
@@ -172,7 +174,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     default_out = results / "quick" if args.quick else results
     measured = args.only - {"profile"}
     if measured and measured != set(DEFAULT_SECTIONS.split(",")) | (measured & {"protection_trained",
-                                                                                 "glossary_trained"}):
+                                                                                 "glossary_trained", "copy_options"}):
         # A partial run must not overwrite the full run's latest.* with a report of a few sections.
         default_out = default_out / "+".join(sorted(measured))
     args.out = args.out or default_out
@@ -206,6 +208,7 @@ def main(argv: list[str] | None = None) -> dict:
         "protection_trained": None,
         "glossary_trained": None,
         "copy_info": None,
+        "copy_options": [],
         "mixture": [],
     }
     log(f"machine: {report['machine']}")
@@ -225,6 +228,9 @@ def main(argv: list[str] | None = None) -> dict:
         report["glossary_trained"] = bench_glossary_trained(args)
     if "copy_info" in args.only:
         report["copy_info"] = bench_copy_info(args.sizes[0], args)
+    if "copy_options" in args.only:
+        for size in args.sizes:
+            report["copy_options"] += bench_copy_options(size, args)
     if "training" in args.only:
         for size in args.sizes:
             for length in args.lengths:

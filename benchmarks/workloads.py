@@ -69,17 +69,18 @@ def marian_config(max_len: int) -> MarianConfig:
 
 
 def build(
-    kind: str, config: BartConfig | MarianConfig, device: str, seed: int = 0, wrapper: type = PointerGeneratorForConditionalGeneration
+    kind: str, config: BartConfig | MarianConfig, device: str, seed: int = 0, wrapper: type = PointerGeneratorForConditionalGeneration,
+    **copy_settings,
 ) -> PreTrainedModel:
     """`"base"`: the plain BART (or Marian, for a `marian_config`); `"pg"`: the pointer-generator around it (default
-    copy settings). Same seed, same base weights. `wrapper`: the copy model's class (`benchmarks.ab_step` passes
-    another revision's)."""
+    copy settings, or `copy_settings`). Same seed, same base weights. `wrapper`: the copy model's class
+    (`benchmarks.ab_step` passes another revision's)."""
     torch.manual_seed(seed)
     model = BartForConditionalGeneration(config) if isinstance(config, BartConfig) else (
         AutoModelForSeq2SeqLM.from_config(config)
     )
     if kind == "pg":
-        model = wrapper.from_base(model, unk_token_id=config.unk_token_id)
+        model = wrapper.from_base(model, unk_token_id=config.unk_token_id, **copy_settings)
     return model.to(device)
 
 

@@ -29,9 +29,10 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
     - `oov_words`, `oov_spacing` and `num_truncated_tokens` (needed only to decode) are dropped: keep the OOV tables
       on the side, e.g. in the dataset, for decoding.
 
-    Labels may hold extended ids (copied words). Mapping them to the unknown token for the decoder's *inputs* is the
-    model's job: `PointerGeneratorForConditionalGeneration.prepare_decoder_input_ids_from_labels` does it, and this
-    collator calls it when `model=` is given, as `DataCollatorForSeq2Seq` does.
+    Labels may hold extended ids (copied words). The decoder's *inputs* are the model's job:
+    `PointerGeneratorForConditionalGeneration.prepare_decoder_input_ids_from_labels` makes them (keeping extended ids,
+    which its forward embeds as the unknown token), and this collator calls it when `model=` is given, as
+    `DataCollatorForSeq2Seq` does.
 
     ```python
     features = encode_with_oovs(tokenizer, sources, text_target=targets, vocab_size=model.config.vocab_size)
@@ -47,8 +48,8 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
     def __post_init__(self):
         if self.vocab_size is not None:
             warnings.warn(
-                "DataCollatorForPointerGenerator(vocab_size=...) is deprecated and unused: the model's "
-                "prepare_decoder_input_ids_from_labels maps extended ids to the unknown token. Drop the argument.",
+                "DataCollatorForPointerGenerator(vocab_size=...) is deprecated and unused: the model embeds extended "
+                "decoder inputs as the unknown token itself. Drop the argument.",
                 FutureWarning,
                 stacklevel=3,
             )

@@ -21,7 +21,7 @@ def one_torch_thread():
 
 @pytest.fixture(params=TEST_CASES)
 def case(request):
-    """(family, pointer, coverage): one row of the TEST_CASES table."""
+    """(family, pointer, copy settings): one row of the TEST_CASES table."""
     return request.param
 
 
@@ -30,10 +30,16 @@ def case_model(case):
     """A pointer-generator around a tiny base for one TEST_CASES row (p_gen starts at 0.5, so both sides matter)."""
     from hf_pgen import PointerGeneratorForConditionalGeneration
 
-    family, pointer, coverage = case
-    return PointerGeneratorForConditionalGeneration.from_base(
-        tiny_base(family), pointer=pointer, coverage=coverage, unk_token_id=UNK, p_gen_bias_init=0.0
+    family, pointer, settings = case
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        tiny_base(family), pointer=pointer, unk_token_id=UNK, p_gen_bias_init=0.0, **settings
     ).eval()
+    # Selective read and copy-next start at zero (exactly the model without them): give them weights that matter.
+    generator = torch.Generator().manual_seed(0)
+    for name, param in model.named_parameters():
+        if name.startswith(("selective_read.", "copy_next.")):
+            param.data.copy_(torch.randn(param.shape, generator=generator) * 0.5 + (1.0 if name.endswith("bias") else 0))
+    return model
 
 
 # -- a tiny pointer-generator trained on real text --------------------------------------------------------------------

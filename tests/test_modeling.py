@@ -183,6 +183,81 @@ def test_random_init_from_config():
     assert ids.shape[0] == 3
 
 
+# -- selective read and copy-next -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pointer", ["dedicated", "cross_attention"])
+def test_selective_read_and_copy_next_start_exactly_as_the_model_without_them(family, pointer):
+    """Both options start at zero: wrapping a checkpoint with them changes no output, loss or generated token."""
+    settings = dict(unk_token_id=UNK, p_gen_bias_init=0.0, pointer=pointer)
+    plain = PointerGeneratorForConditionalGeneration.from_base(tiny_base(family), **settings).eval()
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        tiny_base(family), selective_read=True, copy_next=True, **settings
+    ).eval()
+    new = {n for n, _ in model.named_parameters()} - {n for n, _ in plain.named_parameters()}
+    assert new == {"selective_read.proj.weight", "copy_next.gate.weight", "copy_next.gate.bias", "copy_next.switch_weight"}
+    assert all(not model.get_parameter(name).any() for name in new)
+    model.load_state_dict(plain.state_dict(), strict=False)  # the same pointer and switch weights
+    input_ids, attention_mask, extended = source_batch()
+    batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended)
+    labels = torch.tensor([[10, 11, 2], [VOCAB, 20, 2], [VOCAB + 1, VOCAB, 2]])
+    with torch.no_grad():
+        assert torch.equal(model(**batch, labels=labels).loss, plain(**batch, labels=labels).loss)
+    for kwargs in ({}, {"num_beams": 3}):
+        assert torch.equal(model.generate(**batch, max_new_tokens=8, **kwargs),
+                           plain.generate(**batch, max_new_tokens=8, **kwargs)), kwargs
+
+
+def test_selective_read_tells_the_decoder_which_copied_word_it_was_fed():
+    """Without it a copied word is fed back as the bare unknown token (see test_extended_decoder_inputs_are_embedded_as
+    _unknown); with it the decoder sees the encoder states of that word's source positions, and a token absent from the
+    source still gets nothing."""
+    model = wrap("bart", p_gen_bias_init=0.0, selective_read=True)
+    torch.nn.init.normal_(model.selective_read.proj.weight)
+    input_ids, attention_mask, extended = source_batch()
+    batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended)
+
+    def step_logits(fed):
+        with torch.no_grad():
+            return model(**batch, decoder_input_ids=torch.tensor([[2, fed]] * 3)).logits[:, 1]
+
+    copied, unknown = step_logits(VOCAB), step_logits(UNK)
+    # Rows 1 and 2 hold the word with extended id VOCAB; row 0 has no out-of-vocabulary word.
+    assert not torch.allclose(copied[1:, :VOCAB], unknown[1:, :VOCAB])
+    torch.testing.assert_close(copied[0], unknown[0])
+    absent = torch.tensor([[59, 60]] * 3)  # in no source (the start token </s> is: rows 0 and 1 end with it)
+    with torch.no_grad():
+        reference = PointerGeneratorForConditionalGeneration.from_base(tiny_base("bart"), unk_token_id=UNK,
+                                                                       p_gen_bias_init=0.0).eval()
+        reference.load_state_dict(model.state_dict(), strict=False)
+        torch.testing.assert_close(model(**batch, decoder_input_ids=absent).logits,
+                                   reference(**batch, decoder_input_ids=absent).logits)
+
+
+@pytest.mark.parametrize("pointer", ["dedicated", "cross_attention"])
+def test_copy_next_moves_the_pointer_to_the_position_after_the_fed_token(pointer):
+    model = wrap("bart", p_gen_bias_init=0.0, copy_next=True, pointer=pointer)
+    with torch.no_grad():
+        model.copy_next.gate.bias.fill_(30.0)  # a strong "continue the copy"
+    input_ids, attention_mask, extended = source_batch()
+    fed = torch.tensor([[2, 12], [2, VOCAB], [2, 31]])  # source positions 2, 2 and 2: continuing means position 3
+    with torch.no_grad():
+        out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
+                    decoder_input_ids=fed, output_pointer=True)
+    assert out.pointer_attentions[:, 1].argmax(-1).tolist() == [3, 3, 3]
+    assert (out.pointer_attentions[:, 1, 3] > 0.99).all()
+    # The first step was fed the start token (</s>, at the end of rows 0 and 1): nothing follows it in those sources.
+    assert torch.allclose(out.pointer_attentions[:, 1].sum(-1), torch.ones(3))
+
+
+def test_selective_read_and_copy_next_need_decoder_ids():
+    model = wrap("bart", selective_read=True)
+    input_ids, attention_mask, _ = source_batch()
+    embeds = model.get_input_embeddings()(torch.full((3, 1), 2))
+    with pytest.raises(ValueError, match="pass decoder_input_ids"):
+        model(input_ids=input_ids, attention_mask=attention_mask, decoder_inputs_embeds=embeds)
+
+
 # -- generation with copies -------------------------------------------------------------------------------------------
 
 

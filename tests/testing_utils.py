@@ -1,6 +1,6 @@
 """Shared test helpers (fixtures live in conftest.py): tiny encoder-decoders built from configs (no Hub access),
 a batch with out-of-vocabulary slots, corpus text, a word-level tokenizer, a Python without hf_pgen, and the table of
-model cases (family x pointer x coverage) that the shared model tests run over, as PEFT's TEST_CASES."""
+model cases (family x pointer x copy options) that the shared model tests run over, as PEFT's TEST_CASES."""
 
 import pytest
 import torch
@@ -10,12 +10,14 @@ UNK = 3
 
 FAMILIES = ("bart", "marian", "t5", "mbart", "pegasus", "m2m_100")
 POINTERS = ("dedicated", "cross_attention")
-# Every base family with each pointer, with and without coverage: the cases the shared model tests run over.
+# Every base family with each pointer, bare, with coverage, and with selective read and copy-next: the cases the shared
+# model tests run over (the model fixture gives the last two options random weights, so that they change the output).
+OPTIONS = {"": {}, "-coverage": {"coverage": True}, "-read-next": {"selective_read": True, "copy_next": True}}
 TEST_CASES = [
-    pytest.param((family, pointer, coverage), id=f"{family}-{pointer}{'-coverage' if coverage else ''}")
+    pytest.param((family, pointer, settings), id=f"{family}-{pointer}{name}")
     for family in FAMILIES
     for pointer in POINTERS
-    for coverage in (False, True)
+    for name, settings in OPTIONS.items()
 ]
 
 
