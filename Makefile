@@ -62,7 +62,7 @@ test-fast: setup
 	$(VENV)/bin/python -m pytest -q -m "not slow"
 
 quality: setup
-	$(VENV)/bin/ruff check hf_pgen training benchmarks tests
+	$(VENV)/bin/ruff check hf_pgen training benchmarks experiments tests
 
 benchmark: setup
 	$(VENV)/bin/python -m benchmarks.run

@@ -19,6 +19,7 @@ from transformers import (
 )
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, find_protected_spans
+from hf_pgen.mixture_pointer_generator import num_oov_slots
 
 __all__ = [
     "SIZES",
@@ -121,8 +122,7 @@ def mixture_inputs(
     pointer_attention = torch.randn(batch, target_len, source_len, generator=g).mul(2).softmax(-1)
     switch_logit = torch.randn(batch, target_len, generator=g)
     tensors = [t.to(device) for t in (vocab_logits, pointer_attention, extended, switch_logit, labels)]
-    slots = int(tensors[2].max()) + 1 - vocab
-    return (*tensors, slots)
+    return (*tensors, num_oov_slots(tensors[2], vocab))
 
 
 def protection_workload(

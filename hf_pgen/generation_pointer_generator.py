@@ -370,7 +370,7 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
 
     def __init__(self, extended_input_ids: torch.Tensor, vocab_size: int) -> None:
         self.vocab_size = vocab_size
-        self.num_slots = max(int(extended_input_ids.max()) + 1 - vocab_size, 0)
+        self.num_slots = num_oov_slots(extended_input_ids, vocab_size)
         self.source_counts = _slot_counts(extended_input_ids, vocab_size, self.num_slots)  # (B, N)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:

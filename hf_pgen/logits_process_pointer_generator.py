@@ -168,12 +168,13 @@ class _Example:
                     self.by_prefix.setdefault(variant[:t], []).append((variant, j))
         self._clean: list[dict[str, bool]] = [{} for _ in self.texts]  # per span: text before -> starts cleanly
         # protect="placeholders" (even without spans: no placeholder the source lacks may come out)
-        self.context_texts: list[str] | None = entry.get("context_texts")
+        vocabulary = entry.get("vocabulary")  # the tokenizer's _VocabularyIndex (protection_pointer_generator)
+        self.has_neighbours = vocabulary is not None
+        self.context_texts: list[str] | None = vocabulary.context_texts if self.has_neighbours else None
         self.oov_words: list[str] = list(entry.get("oov_words") or ())
         self.vocab_size = int(entry.get("vocab_size") or 0)  # where copy ids start
-        self.has_neighbours = self.context_texts is not None
-        self.separator: int | None = entry.get("separator") if self.has_neighbours else None  # see _separator
-        self.completers: dict[str, list[int]] = entry.get("completers") or {}  # see _completers
+        self.separator: int | None = vocabulary.separator if self.has_neighbours else None
+        self.completers: dict[str, list[int]] = vocabulary.completers if self.has_neighbours else {}
         self._copy_inventions: dict[str, list[int]] = {}  # head -> this example's copies that complete it
         # (last span, ids up to its end) -> text of those ids when a placeholder opened before the span is still open
         # after it, else None (see _heads_across)
@@ -184,7 +185,7 @@ class _Example:
         self._last_texts: dict[tuple[int, ...], tuple[int, str]] = {}
         own_tokens = {t for vs in scanned for v in vs for t in v}
         self.own_tokens = frozenset(own_tokens)
-        self.calm: frozenset[int] | None = entry.get("calm_ids")  # see _calm_ids
+        self.calm: frozenset[int] | None = vocabulary.calm_ids if self.has_neighbours else None
         self._singles: dict[tuple[int, ...], tuple[list[int], frozenset[int], frozenset[int]]] = {}  # calm_bans
         forbidden = frozenset(t for t in entry.get("forbidden_ids", ()) if t not in own_tokens)
         # What a row's bans are made of, besides a few single tokens: component 0 is the forbidden ids, 1 + 2j span
@@ -192,8 +193,8 @@ class _Example:
         self.components: list[frozenset[int]] = [forbidden]
         for j in range(len(self.texts)):
             self.components += [extensions[j], not_after[j]]
-        # The last component: stray marks (see _stray_ids), except the first tokens of spans, which may start one;
-        # an exhausted span's first tokens with such marks are banned one by one (see stray_starts).
+        # The last component: stray marks (see _VocabularyIndex.stray_ids), except the first tokens of spans, which
+        # may start one; an exhausted span's first tokens with such marks are banned one by one (see stray_starts).
         stray = frozenset(entry.get("stray_ids", ()))
         firsts = {v[0] for vs in self.variants for v in vs}
         self.stray_part = len(self.components)
@@ -567,11 +568,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
         self._ceilings_for: tuple | None = None  # (width, dtype, device) of the scores they were built for
         self._buffer: torch.Tensor | None = None  # (rows, V): this step's ceilings
-        # head text -> ids completing a placeholder begun there (see _Example.inventing): the processor's cache when
-        # the entries share it (it lives as long as the tokenizer's), else one per processor
+        # head text -> ids completing a placeholder begun there (see _Example.inventing): the vocabulary index's when
+        # the entries have one (it lives as long as the processor that encoded them), else one per processor
         self._inventions: dict[str, list[int]] = next(
-            (entry["inventions"] for entry in protected_spans if entry and isinstance(entry.get("inventions"), dict)),
-            {},
+            (entry["vocabulary"].inventions for entry in protected_spans if entry and entry.get("vocabulary")), {}
         )
 
     def is_active(self) -> bool:

@@ -47,7 +47,7 @@ import torch
 from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
-from .configuration_pointer_generator import is_pointer_generator
+from .configuration_pointer_generator import _first_int, is_pointer_generator
 from .glossary import glossaries_for
 from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
@@ -552,7 +552,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     def _max_output_length(self) -> int:
         """The most tokens the decoder can take: its positions (T5 has no such limit: the tokenizer's, or 512)."""
         config = self._base_config()
-        limit = getattr(config, "max_target_positions", None) or getattr(config, "max_position_embeddings", None)
+        limit = _first_int(config, "max_target_positions", "max_position_embeddings")  # as from_base reads it
         if limit:
             return limit
         model_max = getattr(self.tokenizer, "model_max_length", None)

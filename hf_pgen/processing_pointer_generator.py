@@ -15,6 +15,7 @@ This file is saved next to the model as remote code: it imports only the standar
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,7 +25,7 @@ from transformers import AutoConfig, AutoTokenizer, BatchEncoding, PreTrainedCon
 
 from .configuration_pointer_generator import PointerGeneratorConfig
 from .glossary import GLOSSARY_MODES, apply_glossaries, check_annotation, glossaries_for
-from .protection_pointer_generator import _add_protected_spans
+from .protection_pointer_generator import _add_protected_spans, _VocabularyIndex
 from .tokenization_pointer_generator import (
     _check_tokenizer,
     _check_vocab_size,
@@ -79,6 +80,12 @@ class PointerGeneratorProcessor:
         self.vocab_size = _check_vocab_size(tokenizer, vocab_size)
         self.glossary_annotation = None if glossary_annotation is None else check_annotation(glossary_annotation)
         self.copies = copies
+
+    @functools.cached_property
+    def _vocabulary_index(self) -> _VocabularyIndex:
+        """What protected spans and glossary terms read from the tokenizer's vocabulary: built on first use, then
+        shared by every batch this processor encodes."""
+        return _VocabularyIndex(self.tokenizer)
 
     # ---------------------------------------------------------------------------------------------- construction
     @classmethod
@@ -187,9 +194,8 @@ class PointerGeneratorProcessor:
         )
         if protect is None and terms is None:
             return batch
-        cache = self.__dict__.setdefault("_protection_cache", {})
         return _add_protected_spans(
-            batch, text, protect, self.tokenizer, self.vocab_size, cache, keep_offsets, skip, terms=terms
+            batch, text, protect, self._vocabulary_index, self.vocab_size, keep_offsets, skip, terms=terms
         )
 
     def glossary_sources(
@@ -228,10 +234,7 @@ class PointerGeneratorProcessor:
         texts = [text] if isinstance(text, str) else list(text)
         unspellable = None
         if self.copies and self.glossary_annotation is None:
-            from .protection_pointer_generator import _SpanSpeller
-
-            cache = self.__dict__.setdefault("_protection_cache", {})
-            speller = cache.setdefault("speller", _SpanSpeller(self.tokenizer))
+            speller = self._vocabulary_index.speller
 
             def unspellable(term: str) -> bool:
                 return not speller.alone(term)

@@ -12,7 +12,9 @@ Two halves:
 
 - Encode side (`_protected_spans_for_batch`, called by `PointerGeneratorProcessor(..., protect=...)`): finds the spans
   (`find_protected_spans`) and writes, per example, each distinct span's text, how often the source holds it, and the
-  token sequences that spell it (the batch key `protected_spans`, read by `generate()`).
+  token sequences that spell it (the batch key `protected_spans`, read by `generate()`). What the rules read from the
+  vocabulary (each token's text, the tokens that could complete a placeholder, ...) is one `_VocabularyIndex` per
+  tokenizer, which every example's entry references.
 - Decode side (`ProtectedSpansLogitsProcessor`, `logits_process_pointer_generator.py`): a `LogitsProcessor` that
   keys every hypothesis' state by its own `input_ids`: a row carries on its parent's (the same ids without the last
   one), so beam reordering, sampling, `num_return_sequences` and the KV cache need nothing special. A row whose new
@@ -101,6 +103,7 @@ This file is saved next to the model as remote code: it imports only the standar
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 import warnings
@@ -274,59 +277,136 @@ def _decode_each(tokenizer: Any, sequences: list[list[int]]) -> list[str]:
     return tokenizer.batch_decode(sequences, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
-def _vocabulary_texts(tokenizer: Any, cache: dict[str, Any]) -> list[str]:
-    """Each id's own decoded text ("" for special tokens), once per tokenizer."""
-    if "vocabulary_texts" not in cache:
-        special = set(tokenizer.all_special_ids)
-        texts = _decode_each(tokenizer, [[i] for i in range(len(tokenizer))])
-        cache["vocabulary_texts"] = ["" if i in special else text for i, text in enumerate(texts)]
-    return cache["vocabulary_texts"]
+class _VocabularyIndex:
+    """What the rules read from a tokenizer's vocabulary, built once per tokenizer (a processor keeps one) and shared
+    by every example of every batch it encodes: each example's `protected_spans` entry holds one reference to it
+    (`"vocabulary"`). Every table is computed on first use."""
 
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+        self.speller = _SpanSpeller(tokenizer)
+        # head text -> ids completing a placeholder begun there (filled by `_Example.inventing`, the decode side)
+        self.inventions: dict[str, list[int]] = {}
+        self._extensions: dict[int, list[int]] = {}
+        self._not_after: dict[str, list[int]] = {}
 
-def _placeholder_token_ids(tokenizer: Any, cache: dict[str, Any]) -> list[int]:
-    """Vocabulary ids whose own text holds a placeholder (a token that would invent one on its own)."""
-    if "placeholder_ids" not in cache:
-        texts = _vocabulary_texts(tokenizer, cache)
-        cache["placeholder_ids"] = [i for i, text in enumerate(texts) if text and placeholder_spans(text)]
-    return cache["placeholder_ids"]
+    @functools.cached_property
+    def vocabulary_texts(self) -> list[str]:
+        """Each id's own decoded text ("" for special tokens)."""
+        special = set(self.tokenizer.all_special_ids)
+        texts = _decode_each(self.tokenizer, [[i] for i in range(len(self.tokenizer))])
+        return ["" if i in special else text for i, text in enumerate(texts)]
 
+    @functools.cached_property
+    def placeholder_ids(self) -> list[int]:
+        """Vocabulary ids whose own text holds a placeholder (a token that would invent one on its own)."""
+        return [i for i, text in enumerate(self.vocabulary_texts) if text and placeholder_spans(text)]
 
-def _extensions(token_id: int, tokenizer: Any, cache: dict[str, Any]) -> list[int]:
-    """Ids whose text starts with token `token_id`'s text and goes on ("sa" for "s"): after a span's other tokens
-    they would spell the span's text too, so an exhausted span forbids them as well (none for a copy)."""
-    table = cache.setdefault("extensions", {})
-    if token_id not in table:
-        table[token_id] = []
-        if token_id < len(tokenizer):
-            texts = _vocabulary_texts(tokenizer, cache)
-            if "sorted_texts" not in cache:  # the texts that start with a text are one run of the sorted texts
-                order = sorted(range(len(texts)), key=texts.__getitem__)
-                cache["sorted_texts"] = (order, [texts[i] for i in order])
-            order, ordered = cache["sorted_texts"]
-            text = texts[token_id]
-            position = bisect.bisect_left(ordered, text) if text else len(ordered)
-            while position < len(ordered) and ordered[position].startswith(text):
-                if ordered[position] != text:
-                    table[token_id].append(order[position])
-                position += 1
-            table[token_id].sort()
-    return table[token_id]
+    @functools.cached_property
+    def _sorted_texts(self) -> tuple[list[int], list[str]]:
+        """The ids in the order of their texts, and those texts: the texts that start with a text are one run."""
+        texts = self.vocabulary_texts
+        order = sorted(range(len(texts)), key=texts.__getitem__)
+        return order, [texts[i] for i in order]
 
+    def extensions(self, token_id: int) -> list[int]:
+        """Ids whose text starts with token `token_id`'s text and goes on ("sa" for "s"): after a span's other tokens
+        they would spell the span's text too, so an exhausted span forbids them as well (none for a copy)."""
+        table = self._extensions
+        if token_id not in table:
+            table[token_id] = []
+            if token_id < len(self.tokenizer):
+                order, ordered = self._sorted_texts
+                text = self.vocabulary_texts[token_id]
+                position = bisect.bisect_left(ordered, text) if text else len(ordered)
+                while position < len(ordered) and ordered[position].startswith(text):
+                    if ordered[position] != text:
+                        table[token_id].append(order[position])
+                    position += 1
+                table[token_id].sort()
+        return table[token_id]
 
-def _not_after(span_text: str, tokenizer: Any, cache: dict[str, Any]) -> list[int]:
-    """Ids that must not follow the placeholder `span_text`: the grammar would read it differently with them
-    ("%1" + "s" is "%1s"), or with anything after them (a URL goes on through "/" or "}")."""
-    table = cache.setdefault("not_after", {})
-    if span_text not in table:
-        if "not_after_candidates" not in cache:
-            # A text that starts with whitespace ends every placeholder of the grammar (none holds a space after a
-            # complete match: printf flags exclude it, URLs end there, the rest close with "}", ")" or ">"): only
-            # the other tokens (a small part of a vocabulary: most are "▁word", "Ġword") can follow wrongly.
-            cache["not_after_candidates"] = [
-                (i, text) for i, text in enumerate(_context_texts(tokenizer, cache)) if text and not text[0].isspace()
-            ]
-        table[span_text] = [i for i, text in cache["not_after_candidates"] if _changes(span_text, text)]
-    return table[span_text]
+    @functools.cached_property
+    def _not_after_candidates(self) -> list[tuple[int, str]]:
+        # A text that starts with whitespace ends every placeholder of the grammar (none holds a space after a
+        # complete match: printf flags exclude it, URLs end there, the rest close with "}", ")" or ">"): only the
+        # other tokens (a small part of a vocabulary: most are "▁word", "Ġword") can follow wrongly.
+        return [(i, text) for i, text in enumerate(self.context_texts) if text and not text[0].isspace()]
+
+    def not_after(self, span_text: str) -> list[int]:
+        """Ids that must not follow the placeholder `span_text`: the grammar would read it differently with them
+        ("%1" + "s" is "%1s"), or with anything after them (a URL goes on through "/" or "}")."""
+        if span_text not in self._not_after:
+            self._not_after[span_text] = [i for i, text in self._not_after_candidates if _changes(span_text, text)]
+        return self._not_after[span_text]
+
+    @functools.cached_property
+    def context_texts(self) -> list[str]:
+        """Each id's text as it reads after a word (decoders drop a leading space at the start of the text, not
+        there: a lone "▁" reads as nothing at the start and as a space here); special tokens read as nothing."""
+        alone = self.vocabulary_texts
+        word = next((i for i, text in enumerate(alone) if text.isalpha()), None)
+        if word is None:
+            return list(alone)
+        special = set(self.tokenizer.all_special_ids)
+        pairs = _decode_each(self.tokenizer, [[word, i] for i in range(len(alone))])
+        head = alone[word]
+        return [
+            "" if i in special else (pair[len(head):] if pair.startswith(head) else text)
+            for i, (text, pair) in enumerate(zip(alone, pairs))
+        ]
+
+    @functools.cached_property
+    def separator(self) -> int | None:
+        """A token that reads as one space after a word ("▁", "Ġ"): what keeps a span apart when the budget is
+        tight."""
+        return next((i for i, t in enumerate(self.context_texts) if t == " "), None)
+
+    @functools.cached_property
+    def completers(self) -> dict[str, list[int]]:
+        """Per kind of placeholder head (see `_live_heads`), the ids that could complete a placeholder begun before
+        them: none of the grammar's placeholders holds whitespace after "%", "$", "#" or in a URL, brace fields and
+        ICU arguments end with "}" (an ICU head with ","), tags with ">", a named printf field ("%(name") only
+        through the ")" that closes its name, and a URL scheme goes on only through ":", "/" or ".". Any other id is
+        never one that completes a head of that kind, so only these are tried."""
+        texts = self.context_texts
+        glued = [i for i, text in enumerate(texts) if text and not text[0].isspace()]
+        return {
+            "glued": glued,
+            "brace": [i for i, text in enumerate(texts) if "}" in text or "," in text],
+            "angle": [i for i, text in enumerate(texts) if ">" in text],
+            "scheme": [i for i in glued if any(c in texts[i] for c in ":/.")],
+            "named": [i for i in glued if ")" in texts[i]],
+        }
+
+    @functools.cached_property
+    def calm_ids(self) -> frozenset[int]:
+        """Ids whose text is not empty and holds none of the marks that may begin a placeholder or swallow one
+        placed after it ("%{<$#", "://", "www."): a row that goes on with one of them keeps its last step's rules
+        (see `ProtectedSpansLogitsProcessor._carry_on`)."""
+        return frozenset(i for i, text in enumerate(self.context_texts) if text and not _UNCALM_RE.search(text))
+
+    @functools.cached_property
+    def _mark_ids(self) -> dict[str, list[int]]:
+        """Per mark of `_STRAY_MARKS`, the ids whose text holds it."""
+        return {mark: [i for i, t in enumerate(self.context_texts) if mark in t] for mark in _STRAY_MARKS}
+
+    def stray_ids(
+        self, text: str, spans: list[tuple[int, int]], oov_words: Sequence[str], vocab_size: int
+    ) -> list[int]:
+        """Ids (vocabulary and this source's copies) whose text holds a mark of `_STRAY_MARKS` that `text` holds
+        nowhere outside its placeholder `spans`: a stray "%" or "{" that no placeholder closes breaks `str % args`
+        and `str.format` as an invented placeholder does, and a stray "<" breaks markup."""
+        free, last = [], 0
+        for start, end in spans:
+            free.append(text[last:start])
+            last = end
+        free.append(text[last:])
+        free_text = "".join(free)
+        lacking = [mark for mark in _STRAY_MARKS if mark not in free_text]
+        ids = {i for mark in lacking for i in self._mark_ids[mark]}
+        ids.update(vocab_size + slot for slot, word in enumerate(oov_words) if any(mark in word for mark in lacking))
+        return sorted(ids)
 
 
 def _changes(span_text: str, text: str) -> bool:
@@ -338,102 +418,25 @@ def _changes(span_text: str, text: str) -> bool:
     return _placeholder_end_at_start(span_text + text + "x") != len(span_text)
 
 
-def _context_texts(tokenizer: Any, cache: dict[str, Any]) -> list[str]:
-    """Each id's text as it reads after a word (decoders drop a leading space at the start of the text, not there:
-    a lone "▁" reads as nothing at the start and as a space here); special tokens read as nothing."""
-    if "context_texts" not in cache:
-        alone = _vocabulary_texts(tokenizer, cache)
-        word = next((i for i, text in enumerate(alone) if text.isalpha()), None)
-        if word is None:
-            cache["context_texts"] = list(alone)
-        else:
-            special = set(tokenizer.all_special_ids)
-            pairs = _decode_each(tokenizer, [[word, i] for i in range(len(alone))])
-            head = alone[word]
-            cache["context_texts"] = [
-                "" if i in special else (pair[len(head):] if pair.startswith(head) else text)
-                for i, (text, pair) in enumerate(zip(alone, pairs))
-            ]
-    return cache["context_texts"]
-
-
-def _separator(tokenizer: Any, cache: dict[str, Any]) -> int | None:
-    """A token that reads as one space after a word ("▁", "Ġ"): what keeps a span apart when the budget is tight."""
-    if "separator" not in cache:
-        cache["separator"] = next((i for i, t in enumerate(_context_texts(tokenizer, cache)) if t == " "), None)
-    return cache["separator"]
-
-
-def _completers(tokenizer: Any, cache: dict[str, Any]) -> dict[str, list[int]]:
-    """Per kind of placeholder head (see `_live_heads`), the ids that could complete a placeholder begun before them:
-    none of the grammar's placeholders holds whitespace after "%", "$", "#" or in a URL, brace fields and ICU
-    arguments end with "}" (an ICU head with ","), tags with ">", a named printf field ("%(name") only through the
-    ")" that closes its name, and a URL scheme goes on only through ":", "/" or ".". Any other id is never one that
-    completes a head of that kind, so only these are tried."""
-    if "completers" not in cache:
-        texts = _context_texts(tokenizer, cache)
-        glued = [i for i, text in enumerate(texts) if text and not text[0].isspace()]
-        cache["completers"] = {
-            "glued": glued,
-            "brace": [i for i, text in enumerate(texts) if "}" in text or "," in text],
-            "angle": [i for i, text in enumerate(texts) if ">" in text],
-            "scheme": [i for i in glued if any(c in texts[i] for c in ":/.")],
-            "named": [i for i in glued if ")" in texts[i]],
-        }
-    return cache["completers"]
-
-
-def _calm_ids(tokenizer: Any, cache: dict[str, Any]) -> frozenset[int]:
-    """Ids whose text is not empty and holds none of the marks that may begin a placeholder or swallow one placed
-    after it ("%{<$#", "://", "www."): a row that goes on with one of them keeps its last step's rules (see
-    `ProtectedSpansLogitsProcessor._carry_on`)."""
-    if "calm_ids" not in cache:
-        cache["calm_ids"] = frozenset(
-            i for i, text in enumerate(_context_texts(tokenizer, cache)) if text and not _UNCALM_RE.search(text)
-        )
-    return cache["calm_ids"]
-
-
 # A placeholder that begins in a text and runs on into a span placed after it begins with one of "%{<$#", or is a URL
-# whose "://" or "www." is in that text: a token without any of these characters adds nothing that could (_calm_ids).
+# whose "://" or "www." is in that text: a token without any of these characters adds nothing that could (calm_ids).
 _UNCALM_RE = re.compile(r"[%{<$#:/.]")
 
 _STRAY_MARKS = "%{}<>"  # what a format call or markup reads as the start or end of a placeholder
 
 
-def _stray_ids(
-    text: str, spans: list[tuple[int, int]], oov_words: Sequence[str], vocab_size: int, tokenizer: Any,
-    cache: dict[str, Any],
-) -> list[int]:
-    """Ids (vocabulary and this source's copies) whose text holds a mark of `_STRAY_MARKS` that `text` holds nowhere
-    outside its placeholder `spans`: a stray "%" or "{" that no placeholder closes breaks `str % args` and
-    `str.format` as an invented placeholder does, and a stray "<" breaks markup."""
-    if "mark_ids" not in cache:
-        texts = _context_texts(tokenizer, cache)
-        cache["mark_ids"] = {mark: [i for i, t in enumerate(texts) if mark in t] for mark in _STRAY_MARKS}
-    free, last = [], 0
-    for start, end in spans:
-        free.append(text[last:start])
-        last = end
-    free.append(text[last:])
-    free_text = "".join(free)
-    lacking = [mark for mark in _STRAY_MARKS if mark not in free_text]
-    ids = {i for mark in lacking for i in cache["mark_ids"][mark]}
-    ids.update(vocab_size + slot for slot, word in enumerate(oov_words) if any(mark in word for mark in lacking))
-    return sorted(ids)
-
-
 def _protected_spans_for_batch(
-    tokenizer: Any,
+    vocabulary: _VocabularyIndex,
     texts: Sequence[str],
     encoding: Any,
     protect: Any,
     vocab_size: int,
-    cache: dict[str, Any] | None = None,
     skip: int = 0,
     terms: Sequence[dict[str, Any] | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per example, `{"spans": [{"text", "count", "sequences"}], "forbidden_ids": [...]}` for `generate()`.
+    """Per example, `{"spans": [{"text", "count", "sequences"}], "forbidden_ids": [...]}` for `generate()`; with
+    `protect="placeholders"` also the example's `stray_ids`, `oov_words` and `vocab_size`, and `vocabulary`, the
+    tokenizer's `_VocabularyIndex` (one object, shared by every example).
 
     `encoding` is `encode_with_oovs`' output for `texts` with `offset_mapping` (lists or tensors, batched). Spans are
     searched from character `skip` of each text on: a task prefix before it is read by the model, never protected.
@@ -447,11 +450,10 @@ def _protected_spans_for_batch(
     (the source term a target replaces).
     """
     mode = _check_protect(protect) if protect is not None else None
-    cache = {} if cache is None else cache
-    speller = cache.setdefault("speller", _SpanSpeller(tokenizer))
+    speller = vocabulary.speller
     forbidden: list[int] = []
     if mode == "placeholders":
-        forbidden = _placeholder_token_ids(tokenizer, cache)
+        forbidden = vocabulary.placeholder_ids
     results = []
     for index, text in enumerate(texts):
         ids = _row_list(encoding["extended_input_ids"], index)
@@ -479,7 +481,7 @@ def _protected_spans_for_batch(
             if term:
                 _check_no_conflict(text, found, term["sources"], index)
             if mode == "placeholders":  # marks the source's text around its placeholders lacks stay out of the output's
-                stray = _stray_ids(text, sorted(found + added), oov_words, vocab_size, tokenizer, cache)
+                stray = vocabulary.stray_ids(text, sorted(found + added), oov_words, vocab_size)
             kinds = {span: "span" for span in found}
             for target, start, end in term["targets"] if term else ():
                 if start is None:  # not in the source: spelled from the vocabulary
@@ -551,10 +553,10 @@ def _protected_spans_for_batch(
                     stacklevel=4,
                 )
                 continue
-            extensions = sorted({e for v in variants for e in _extensions(v[-1], tokenizer, cache)})
+            extensions = sorted({e for v in variants for e in vocabulary.extensions(v[-1])})
             after = []
             if mode == "placeholders" and not entry.get("term"):  # and this example's copies that would change it
-                after = _not_after(span_text, tokenizer, cache) + [
+                after = vocabulary.not_after(span_text) + [
                     vocab_size + slot for slot, word in enumerate(oov_words) if _changes(span_text, word)
                 ]
                 # (a token that follows the span in the source keeps its reading there: the decoder spaces a copy
@@ -565,11 +567,7 @@ def _protected_spans_for_batch(
                           "extensions": extensions, "not_after": after})
         result = {"spans": spans, "forbidden_ids": forbidden}
         if mode == "placeholders":  # the stray marks, and what the grammar needs to see the text before a span
-            result["stray_ids"] = stray
-            result.update(context_texts=_context_texts(tokenizer, cache), oov_words=list(oov_words),
-                          vocab_size=vocab_size, separator=_separator(tokenizer, cache),
-                          completers=_completers(tokenizer, cache), inventions=cache.setdefault("inventions", {}),
-                          calm_ids=_calm_ids(tokenizer, cache))
+            result.update(stray_ids=stray, oov_words=list(oov_words), vocab_size=vocab_size, vocabulary=vocabulary)
         results.append(result)
     if isinstance(mode, tuple):
         _warn_missing_literals(texts, mode, stacklevel=5, skip=skip)
@@ -612,15 +610,15 @@ def _add_protected_spans(
     batch: Any,
     text: str | Sequence[str],
     protect: Any,
-    tokenizer: Any,
+    vocabulary: _VocabularyIndex,
     vocab_size: int,
-    cache: dict[str, Any] | None,
     keep_offsets: bool,
     skip: int = 0,
     terms: Sequence[dict[str, Any] | None] | None = None,
 ) -> Any:
     """Write `batch["protected_spans"]` (per example; one dict for an un-batched example) from an `encode_with_oovs`
-    batch made with `return_offsets_mapping=True`; drop the offsets unless the caller asked for them."""
+    batch made with `return_offsets_mapping=True` by `vocabulary`'s tokenizer; drop the offsets unless the caller
+    asked for them."""
     single = isinstance(text, str) and not hasattr(batch["input_ids"], "dim") and (
         not batch["input_ids"] or not isinstance(batch["input_ids"][0], list)
     )
@@ -628,7 +626,7 @@ def _add_protected_spans(
     keys = ("extended_input_ids", "attention_mask", "offset_mapping")
     view = {key: [batch[key]] if single else batch[key] for key in keys}
     view["oov_words"] = [batch["oov_words"]] if single else batch["oov_words"]
-    entries = _protected_spans_for_batch(tokenizer, texts, view, protect, vocab_size, cache, skip, terms)
+    entries = _protected_spans_for_batch(vocabulary, texts, view, protect, vocab_size, skip, terms)
     if not keep_offsets:
         del batch["offset_mapping"]
     batch[PROTECTED_SPANS_KEY] = entries[0] if single else entries

@@ -1,9 +1,9 @@
 """`--help` of every command line the repository has: each must exit 0 and print its usage.
 
 The commands are found in the files, so a new one is covered without touching this test: every module under
-training/ and benchmarks/ with a `__main__` block, every `python -m training.X` / `benchmarks.X` the documentation
-tells users to run (a script that runs at import, without a `__main__` block, is caught by that), and the console
-scripts of pyproject.toml with each of their subcommands. Each runs in its own interpreter from the repository root,
+training/, benchmarks/ and experiments/ with a `__main__` block, every `python -m training.X` / `benchmarks.X` /
+`experiments.X` the documentation tells users to run (a script that runs at import, without a `__main__` block, is
+caught by that), and the console scripts of pyproject.toml with each of their subcommands. Each runs in its own interpreter from the repository root,
 with nothing but the root on PYTHONPATH (as a user runs it: no `tests/` helpers), all of them at once.
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("training", "benchmarks")
+PACKAGES = ("training", "benchmarks", "experiments")
 _MAIN_BLOCK = re.compile(r"^if __name__ == ['\"]__main__['\"]:", re.MULTILINE)
-_DOCUMENTED = re.compile(r"python3? -m ((?:training|benchmarks)(?:\.\w+)+)")
+_DOCUMENTED = re.compile(r"python3? -m ((?:training|benchmarks|experiments)(?:\.\w+)+)")
 
 
 def _module_name(path: Path) -> str:
@@ -103,7 +103,7 @@ def helps():
 
 def test_the_known_commands_are_found():
     assert {"python -m training.run_translation", "python -m training.main", "python -m benchmarks.run",
-            "python -m benchmarks.oov_by_tokenizer", "hf-pgen", "hf-pgen translate"} <= set(COMMANDS)
+            "python -m experiments.oov_by_tokenizer", "hf-pgen", "hf-pgen translate"} <= set(COMMANDS)
 
 
 @pytest.mark.parametrize("name", COMMANDS)

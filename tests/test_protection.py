@@ -273,13 +273,11 @@ def _piece_ids(tokenizer) -> list[int]:
 def test_a_completed_placeholder_is_found_at_every_head_of_the_free_text(subword_tokenizer):
     """The invented-placeholder rule tries only a few heads and candidate tokens: against trying every token after
     the whole free text (a placeholder crossing into the token), it misses none and bans little more."""
-    from hf_pgen.protection_pointer_generator import _context_texts
-
     tokenizer = subword_tokenizer
     processor = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
     batch = processor(["Close the window"], protect="placeholders")
     (ex,) = ProtectedSpansLogitsProcessor(batch["protected_spans"]).examples
-    texts = _context_texts(tokenizer, processor._protection_cache)
+    texts = processor._vocabulary_index.context_texts
     pieces, rng = _piece_ids(tokenizer), random.Random(0)
     inventions, extra, found = {}, 0, 0
     for _ in range(300):
@@ -302,14 +300,12 @@ def test_a_placeholder_opened_before_a_span_is_not_closed_around_it(subword_toke
     """A tag or brace opened in the free text before a span and closed after it (`<strong class="` + `%s` + `">`,
     seen from a no-copy model on a real catalogue message) is a placeholder the source lacks, which reads the span as
     part of it: every token that would close one around the last span (or any after it) is banned."""
-    from hf_pgen.protection_pointer_generator import _context_texts
-
     tokenizer = subword_tokenizer
     processor = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
     source = "(The <<original entry>> is located in %s, line %d.) See {0} at https://example.com/a"
     batch = processor([source], protect="placeholders")
     (ex,) = ProtectedSpansLogitsProcessor(batch["protected_spans"]).examples
-    texts = _context_texts(tokenizer, processor._protection_cache)
+    texts = processor._vocabulary_index.context_texts
     pieces, rng = _piece_ids(tokenizer), random.Random(1)
     inventions, found = {}, 0
     for _ in range(400):
@@ -524,30 +520,30 @@ def test_the_grammar_scan_finds_what_the_plain_pattern_finds():
 
 def test_tokens_that_must_not_follow_a_placeholder_are_the_grammars(tokenizer):
     """One check (with "x" after the token) finds what the two checks of the rule find, for every token."""
-    from hf_pgen.protection_pointer_generator import _changes, _context_texts, _not_after
+    from hf_pgen.protection_pointer_generator import _changes, _VocabularyIndex
 
-    cache = {}
-    texts = _context_texts(tokenizer, cache)
+    vocabulary = _VocabularyIndex(tokenizer)
+    texts = vocabulary.context_texts
     for span in PLACEHOLDERS + ["%1$s", "www.x.de", "{n, plural,", "%(count)5.2f"]:
         n = len(span)
         expected = [i for i, text in enumerate(texts) if text and not text[0].isspace()
                     and ((0, n) not in placeholder_spans(span + text)
                          or (0, n) not in placeholder_spans(span + text + "x"))]
-        assert _not_after(span, tokenizer, cache) == expected, span
+        assert vocabulary.not_after(span) == expected, span
         for text in texts:  # and for copies, which may start with anything
             assert _changes(span, text) == ((0, n) not in placeholder_spans(span + text)
                                             or (0, n) not in placeholder_spans(span + text + "x")), (span, text)
-    assert _not_after("%1", tokenizer, cache) and _not_after("https://example.com/a", tokenizer, cache)
+    assert vocabulary.not_after("%1") and vocabulary.not_after("https://example.com/a")
 
 
 def test_a_text_without_marks_never_swallows_a_placeholder(tokenizer):
     """The shortcut of the neighbour rule: after a text holding none of "%{<$#", "://", "www.", every placeholder
     reads as itself (the grammar is asked only after the others)."""
     from hf_pgen.logits_process_pointer_generator import _SWALLOWING
-    from hf_pgen.protection_pointer_generator import _context_texts
+    from hf_pgen.protection_pointer_generator import _VocabularyIndex
 
     rng = random.Random(1)
-    pieces = [t for t in _context_texts(tokenizer, {}) if t and not any(m in t for m in _SWALLOWING)]
+    pieces = [t for t in _VocabularyIndex(tokenizer).context_texts if t and not any(m in t for m in _SWALLOWING)]
     pieces += list("()[]/:.,;!?-_=\"'\n htpfw")
     checked = 0
     for _ in range(3000):
@@ -676,16 +672,27 @@ def test_a_copy_after_a_full_stop_keeps_the_sources_spacing(copier):
                     assert output.count(literal) == sources[row // k].count(literal), (literal, output)
 
 
+def test_every_example_references_the_processors_one_vocabulary_index(tokenizer):
+    """What the rules read from the vocabulary is built once per processor and shared: each example's entry holds
+    one reference to the same index, batch after batch (and the decode side's cache lives on it)."""
+    processor = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
+    entries = processor(["Delete %s?", "Open {0} now"], protect="placeholders")["protected_spans"]
+    entries += processor(["Close %d"], protect="placeholders")["protected_spans"]
+    index = processor._vocabulary_index
+    assert all(entry["vocabulary"] is index for entry in entries)
+    assert ProtectedSpansLogitsProcessor(entries)._inventions is index.inventions
+
+
 def test_a_lone_space_token_keeps_a_span_apart_when_the_budget_is_tight(tokenizer):
     """"▁" decodes to nothing alone (a decoder drops a leading space) but reads as a space after a word: the token the
     budget rule puts before a span that would otherwise be swallowed ("$" + "{name}" reads as "${name}")."""
-    from hf_pgen.protection_pointer_generator import _context_texts, _separator, _vocabulary_texts
+    from hf_pgen.protection_pointer_generator import _VocabularyIndex
 
-    cache = {}
+    vocabulary = _VocabularyIndex(tokenizer)
     space = tokenizer.convert_tokens_to_ids("▁")
-    assert _vocabulary_texts(tokenizer, cache)[space] == "" and _context_texts(tokenizer, cache)[space] == " "
-    assert _separator(tokenizer, cache) == space
-    assert all(_context_texts(tokenizer, cache)[i] == "" for i in tokenizer.all_special_ids)
+    assert vocabulary.vocabulary_texts[space] == "" and vocabulary.context_texts[space] == " "
+    assert vocabulary.separator == space
+    assert all(vocabulary.context_texts[i] == "" for i in tokenizer.all_special_ids)
     model = PointerGeneratorForConditionalGeneration.from_base(
         _bart(tokenizer, 4), unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
     ).eval()

@@ -36,7 +36,7 @@ RECIPES_PAGE = ROOT / "docs" / "recipes.md"
 # Pages with ```python blocks, all of which some test executes; and the pages that must have none (prose and bash).
 CODE_PAGES = (README, RECIPES_PAGE)
 PROSE_PAGES = (ROOT / "docs" / "usage.md", ROOT / "docs" / "main-job" / "README.md", ROOT / "training" / "README.md",
-               ROOT / "benchmarks" / "README.md")
+               ROOT / "benchmarks" / "README.md", ROOT / "experiments" / "README.md")
 
 # The quick start's promises (its `sources` and the comment under them).
 QUICK_START_COPIES = ("Nakamura-Øresund", "Zyxwvut", "Øresund")

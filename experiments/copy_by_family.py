@@ -15,11 +15,12 @@ Two measurements, written to `benchmarks/results/copy_by_family.md` and `.json`:
    (relative positions only) learns to copy far more slowly: at this budget neither of its two models copies. That
    measures the budget, not the copy mechanism, and says nothing about fine-tuning a pretrained t5-small.
 
-The stand-ins come from `tests/testing_checkpoints.py` (the real tokenizer and model classes, vocabularies trained on
-the embedded corpus), so `tests/` goes on the path. Not a test; a few CPU minutes, from the repository root:
+The stand-ins are the tests' own, from `tests/testing_checkpoints.py` (the real tokenizer and model classes,
+vocabularies trained on the embedded corpus): this script puts `tests/` on its path (the tests never import
+experiments/). Not a test; a few CPU minutes, from the repository root:
 
-    PYTHONPATH=tests python -m benchmarks.copy_by_family                         # 300 steps, batch 32, d_model 64
-    PYTHONPATH=tests python -m benchmarks.copy_by_family --steps 30 --out /tmp/smoke     # smoke run
+    python -m experiments.copy_by_family                                  # 300 steps, batch 32, d_model 64
+    python -m experiments.copy_by_family --steps 30 --out /tmp/smoke      # smoke run
 """
 
 from __future__ import annotations
@@ -57,14 +58,10 @@ from hf_pgen import (  # noqa: E402
     PointerGeneratorProcessor,
 )
 
-try:  # the stand-in builders live with the tests
-    from testing_checkpoints import CHECKPOINTS, build_checkpoint, t5_checkpoint
-    from testing_tokenizers import corpus_lines
-    _MISSING_HELPERS = None
-except ModuleNotFoundError as error:
-    if error.name not in ("testing_checkpoints", "testing_tokenizers"):
-        raise
-    _MISSING_HELPERS = error.name  # main() says so, after parsing: --help works without them
+# The stand-in builders are the tests' fixtures (tests/ is no package: its helpers import each other by name).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from testing_checkpoints import CHECKPOINTS, build_checkpoint, t5_checkpoint  # noqa: E402
+from testing_tokenizers import corpus_lines  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -223,7 +220,7 @@ def write_markdown(result: dict, path: Path) -> None:
     lines = [
         "# What copying buys, per tokenizer family (stand-ins, offline)",
         "",
-        f"`python benchmarks/copy_by_family.py` on {result['date']}: {result['platform']}, torch {result['torch']}, "
+        f"`python -m experiments.copy_by_family` on {result['date']}: {result['platform']}, torch {result['torch']}, "
         f"transformers {result['transformers']}, {result['threads']} thread(s), {result['seconds']:.0f} s in all. "
         f"Probes: {result['probes_per_feature']} held-out test messages (plain ASCII) per feature, the feature inserted "
         "at a random word (the `é` and `Ø` words rotate over five names each). Stand-ins: "
@@ -289,10 +286,6 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
-    if _MISSING_HELPERS:
-        sys.exit(f"benchmarks.copy_by_family builds its stand-ins with the helpers in tests/ (no module "
-                 f"{_MISSING_HELPERS!r} here): run it from the repository root as "
-                 "PYTHONPATH=tests python -m benchmarks.copy_by_family")
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     probes = probe_strings(args.probes_per_feature)

@@ -1,6 +1,6 @@
-"""What encode_with_oovs marks as out of vocabulary, per tokenizer family for the README's "Pretrained checkpoints" table.
+"""What encode_with_oovs marks as out of vocabulary, per tokenizer family (docs/usage.md, "Tokenizers: what copying buys").
 
-Run from the repo root: python -m benchmarks.oov_by_tokenizer > benchmarks/results/oov_by_tokenizer.txt
+Run from the repo root: python -m experiments.oov_by_tokenizer > experiments/results/oov_by_tokenizer.txt
 Every tokenizer is trained here on the embedded corpus (train split, en+de, 45,914 messages), 8K vocabularies.
 """
 import argparse
