@@ -1,4 +1,6 @@
-"""Placeholder augmentation: extra training pairs that teach a model to copy placeholders it has never seen.
+"""Augmentations that teach a model to copy what it has never seen: placeholders, and words (`augment_unseen_words`).
+
+Placeholder augmentation: extra training pairs that teach a model to copy placeholders it has never seen.
 
 The embedded corpus holds few named placeholders in training (`%(name)s` 162 times, most names once or never) and
 the test split is full of them (`%(path)s`, `%(rev)s`, `%(cnum)s`: projects unseen in training). A model learns the
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 
 from hf_pgen.placeholders import PLACEHOLDER_PATTERN, placeholder_spans
 
-__all__ = ["placeholder_variant", "augment_placeholders"]
+__all__ = ["augment_placeholders", "augment_unseen_words", "placeholder_variant", "respelled_variant"]
 
 _FIELD_NAME = re.compile(r"\w*")  # what follows "{" in a brace field: its name or index, maybe empty
 # A word both texts hold verbatim that may stand for a value: capitalised, or holding a digit (names, versions).
@@ -122,6 +124,60 @@ def augment_placeholders(
     extra_sources, extra_targets = [], []
     for source, target in zip(sources, targets):
         variant = placeholder_variant(source, target, rng, names)
+        if variant is not None:
+            extra_sources.append(variant[0])
+            extra_targets.append(variant[1])
+    return extra_sources, extra_targets
+
+
+# What `respelled_variant` respells: the shared words of `_SHARED_WORD`, and identifiers such as trac.ini or new_rev.
+_COPYABLE_WORD = re.compile(r"(?<![\w%{(<$#/.-])(?:[A-Za-z]\w*(?:[_.]\w+)+|[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)(?![\w}>)/-])")
+
+
+def _respelled(word: str, rng: random.Random) -> str:
+    """A new word of `word`'s shape: each letter another of the same case, each digit another digit, the rest kept."""
+    out = []
+    for char in word:
+        if char.isascii() and char.isupper():
+            out.append(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+        elif char.isascii() and char.islower():
+            out.append(rng.choice("abcdefghijklmnopqrstuvwxyz"))
+        elif char.isdigit():
+            out.append(rng.choice("0123456789"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def respelled_variant(source: str, target: str, rng: random.Random) -> tuple[str, str] | None:
+    """A new (source, target) pair in which every word both texts hold verbatim, equally often (capitalised or
+    holding a digit, or an identifier with an inner `_` or `.`: a name, a product, a version, a file; never inside a
+    placeholder), is respelled alike in both as a new
+    word of the same shape; None when there is no such word.
+
+    >>> respelled_variant("About Trac 1.6, see trac.ini", "Über Trac 1.6, siehe trac.ini", random.Random(0))
+    ('About Biqp 6.6, see mzjp.lsg', 'Über Biqp 6.6, siehe mzjp.lsg')
+
+    The pair stays a correct translation, and its respelled words are ones no vocabulary holds: the model can only
+    get them right by copying, which is what it must do with the names and identifiers of unseen projects.
+    """
+    source_words = Counter(m.group() for m in _COPYABLE_WORD.finditer(source))
+    target_words = Counter(m.group() for m in _COPYABLE_WORD.finditer(target))
+    shared = sorted(w for w, n in source_words.items() if target_words.get(w) == n)
+    if not shared:
+        return None
+    mapping = {word: _respelled(word, rng) for word in shared}
+    pattern = re.compile(r"(?<![\w%{(<$#/.-])(?:" + "|".join(map(re.escape, sorted(shared, key=len, reverse=True)))
+                         + r")(?![\w}>)/-])")
+    return tuple(pattern.sub(lambda m: mapping[m.group()], text) for text in (source, target))
+
+
+def augment_unseen_words(sources: Sequence[str], targets: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
+    """The extra pairs for a training split: one `respelled_variant` per pair that has one."""
+    rng = random.Random(seed)
+    extra_sources, extra_targets = [], []
+    for source, target in zip(sources, targets):
+        variant = respelled_variant(source, target, rng)
         if variant is not None:
             extra_sources.append(variant[0])
             extra_targets.append(variant[1])

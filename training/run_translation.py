@@ -247,6 +247,13 @@ class DataTrainingArguments:
                           "placeholder: teaches copying placeholders never seen in training "
                           "(training/augmentation.py)."},
     )
+    copy_augmentation: bool = field(
+        default=False,
+        metadata={"help": "Add to the training data a copy of each pair that holds a word verbatim in source and "
+                          "target (capitalised or with a digit: a name, a product, a version), that word respelled "
+                          "alike in both as a new word of the same shape (Trac -> Qvem, utf8_bin -> kqx3_wod): "
+                          "teaches copying words never seen in training (training/augmentation.py)."},
+    )
     ignore_pad_token_for_loss: bool = field(default=True, metadata={"help": "Ignore padded label positions."})
     source_prefix: str | None = field(default=None, metadata={"help": "Text prepended to every source (T5)."})
     forced_bos_token: str | None = field(
@@ -444,19 +451,23 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         logger.warning("The tokenizer has no unknown token: nothing is out of vocabulary, so only in-vocabulary "
                        "tokens are copied.")
 
-    if data_args.placeholder_augmentation and "train" in raw_splits:  # after the tokenizer: it learns real text only
+    augmentations = {"Placeholder": data_args.placeholder_augmentation, "Copy": data_args.copy_augmentation}
+    if any(augmentations.values()) and "train" in raw_splits:  # after the tokenizer: it learns real text only
         from datasets import Dataset, concatenate_datasets
 
-        from training.augmentation import augment_placeholders
+        from training.augmentation import augment_placeholders, augment_unseen_words
 
         train = raw_splits["train"].select_columns(["source", "target"])
         seed = training_args.data_seed if training_args.data_seed is not None else training_args.seed
-        extra_sources, extra_targets = augment_placeholders(train["source"][:], train["target"][:], seed)
-        extra = Dataset.from_dict({"source": extra_sources, "target": extra_targets}, features=train.features)
-        raw_splits["train"] = concatenate_datasets([train, extra])
-        data_stats["train"]["augmented"] = len(extra)
-        logger.info("Placeholder augmentation: %d extra training pairs (%d in all).", len(extra),
-                    len(raw_splits["train"]))
+        parts = [train]
+        for name, augment in (("Placeholder", augment_placeholders), ("Copy", augment_unseen_words)):
+            if augmentations[name]:  # each from the original pairs, not from another augmentation's
+                extra_sources, extra_targets = augment(train["source"][:], train["target"][:], seed)
+                parts.append(Dataset.from_dict({"source": extra_sources, "target": extra_targets},
+                                               features=train.features))
+                logger.info("%s augmentation: %d extra training pairs.", name, len(extra_sources))
+        raw_splits["train"] = concatenate_datasets(parts)
+        data_stats["train"]["augmented"] = len(raw_splits["train"]) - len(train)
 
     if data_args.glossary_augmentation and "train" in raw_splits:  # after the tokenizer: it learns real text only
         from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION
