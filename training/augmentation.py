@@ -161,15 +161,23 @@ def respelled_variant(source: str, target: str, rng: random.Random) -> tuple[str
     The pair stays a correct translation, and its respelled words are ones no vocabulary holds: the model can only
     get them right by copying, which is what it must do with the names and identifiers of unseen projects.
     """
-    source_words = Counter(m.group() for m in _COPYABLE_WORD.finditer(source))
-    target_words = Counter(m.group() for m in _COPYABLE_WORD.finditer(target))
-    shared = sorted(w for w, n in source_words.items() if target_words.get(w) == n)
+    source_words, target_words = _copyable_words(source), _copyable_words(target)
+    source_counts = Counter(text for _, _, text in source_words)
+    target_counts = Counter(text for _, _, text in target_words)
+    shared = sorted(w for w, n in source_counts.items() if target_counts.get(w) == n)
     if not shared:
         return None
     mapping = {word: _respelled(word, rng) for word in shared}
-    pattern = re.compile(r"(?<![\w%{(<$#/.-])(?:" + "|".join(map(re.escape, sorted(shared, key=len, reverse=True)))
-                         + r")(?![\w}>)/-])")
-    return tuple(pattern.sub(lambda m: mapping[m.group()], text) for text in (source, target))
+    spans = [(source, [(a, b) for a, b, w in source_words if w in mapping]),
+             (target, [(a, b) for a, b, w in target_words if w in mapping])]
+    return tuple(_replace(text, found, mapping) for text, found in spans)
+
+
+def _copyable_words(text: str) -> list[tuple[int, int, str]]:
+    """`_COPYABLE_WORD` matches of `text` that touch no placeholder (`%(name)s.attr` holds no word `s.attr`)."""
+    edges = [(a, b) for a, b in placeholder_spans(text)]
+    return [(m.start(), m.end(), m.group()) for m in _COPYABLE_WORD.finditer(text)
+            if not any(a <= m.end() and m.start() <= b for a, b in edges)]
 
 
 def augment_unseen_words(sources: Sequence[str], targets: Sequence[str], seed: int) -> tuple[list[str], list[str]]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """The main job: does copying beat not translating, and the subword model a user would otherwise train?
 
-    python -m training.main                 # what `make main` runs (about 40 minutes on 2 CPU cores, measured)
+    python -m training.main                 # what `make main` runs (about 2 hours on 2 CPU cores, measured)
+    python -m training.main --no_ablations  # without the rows of each copy lever alone (about 1 hour)
     python -m training.main --fresh         # ignore checkpoints of an earlier (interrupted) run
     python -m training.main --max_steps 10000   # twice the budget: 29 minutes on 2 cores, measured (README)
     python -m training.main --max_steps 50 --max_predict_samples 100   # a quick look
@@ -15,13 +16,22 @@ in one thing only:
     pgen-word               the pointer-generator on a shared word-level vocabulary (rare words and every
                             placeholder only by copying)
     pgen-subword            the pointer-generator on the same unigram vocabulary as subword-nocopy
+    pgen-*-sr-cn-ca         each with the levers of issue 31 that helped: selective read, copy-next and copy
+                            augmentation (run_translation's defaults for the first two since then)
+    pgen-*-sr, -cn, -cov, -ca   each with one lever alone, at the same budget: what each buys (--no_ablations
+                            leaves these 8 out)
     pgen-subword-gloss      pgen-subword trained with --glossary_augmentation (dictionary terms annotated in half
                             of the training sources): without terms at test time, WMT's "no terms" control
-    <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`)
+    <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`), for
+                            the systems above but the single-lever rows
     <each>+terms            the same model with the test term base guaranteed (`--glossary`, guarantee mode)
     pgen-subword-gloss+hint the annotated model reading the test terms, nothing forced (`--glossary_mode hint`)
     pgen-subword-gloss+random   the same with WMT's "random terms" control: dictionary entries for random words of
                             each source, whether or not its reference uses them
+
+The same systems but the single-lever and term rows are scored again on a second held-out set, the corpus'
+`heldout_tools` split: messages of command-line tools and libraries, a different kind of project than the training
+catalogues, never used for training or tuning.
 
 The test term base is built as WMT builds its terms: per test pair, the entries of Debian's FreeDict English-German
 dictionary (`make dictionary`) whose source term is in the source and whose target term is in the reference
@@ -97,29 +107,50 @@ class System:
         return self.name.split("+")[0]
 
 
+# The levers of copying what nobody listed (issue 31), each a run_translation flag: model options and a data one.
+LEVERS = {"sr": ("--selective_read", "selective read"), "cn": ("--copy_next", "copy-next"),
+          "cov": ("--coverage", "coverage"), "ca": ("--copy_augmentation", "copy augmentation")}
+# The levers that helped, together: the pointer-generator recipe since issue 31.
+RECIPE_LEVERS = ("sr", "cn", "ca")
+# Each system names every lever it goes without, so that its run does not depend on run_translation's defaults.
+_WITHOUT = {key: (flag, "false") for key, (flag, _) in LEVERS.items()}
+
+
+def _with_levers(keys: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(arg for key, (flag, _) in LEVERS.items() for arg in ((flag, "true") if key in keys else _WITHOUT[key]))
+
+
+# The pointer-generators as before issue 31's levers ...
 _PGEN = (
-    System("pgen-word", "pointer-generator, word-level vocabulary (placeholders only copied)", "wordlevel", copy=True),
-    System("pgen-subword", "pointer-generator, unigram subwords", "unigram", copy=True),
+    System("pgen-word", "pointer-generator, word-level vocabulary (placeholders only copied)", "wordlevel", copy=True,
+           train_args=_with_levers(())),
+    System("pgen-subword", "pointer-generator, unigram subwords", "unigram", copy=True, train_args=_with_levers(())),
 )
-# What each lever of the copy mechanism buys (issue 31): each pointer-generator again with one option added, at the
-# same budget.
-LEVERS = {"sr": ("--selective_read", "selective read"), "cn": ("--copy_next", "copy-next")}
+# ... with the recipe's levers ...
+_LEVERED = tuple(
+    System(f"{p.name}-{'-'.join(RECIPE_LEVERS)}", f"{p.label} + {', '.join(LEVERS[k][1] for k in RECIPE_LEVERS)}",
+           p.tokenizer, copy=True, train_args=_with_levers(RECIPE_LEVERS)) for p in _PGEN
+)
+# ... and with each lever alone, at the same budget: what each buys (left out by --no_ablations).
+ABLATIONS = tuple(System(f"{p.name}-{key}", f"{p.label} + {label}", p.tokenizer, copy=True,
+                         train_args=_with_levers((key,)))
+                  for p in _PGEN for key, (_, label) in LEVERS.items())
+_NOCOPY = System("subword-nocopy", "no-copy Transformer, unigram subwords", "unigram", copy=False)
 TRAINED = (
-    System("subword-nocopy", "no-copy Transformer, unigram subwords", "unigram", copy=False),
-    *_PGEN,
-    *[System(f"{p.name}-{key}", f"{p.label} + {label}", p.tokenizer, copy=True, train_args=(flag,))
-      for p in _PGEN for key, (flag, label) in LEVERS.items()],
+    _NOCOPY, *_PGEN, *_LEVERED, *ABLATIONS,
     System("pgen-subword-gloss", "pointer-generator, unigram subwords, trained with glossary annotation", "unigram",
-           copy=True, train_args=("--glossary_augmentation",)),
+           copy=True, train_args=("--glossary_augmentation", *_with_levers(()))),
 )
 _GLOSS = TRAINED[-1]
+_MAIN = (_NOCOPY, *_PGEN, *_LEVERED)  # decoded again with protected placeholders and on the second held-out set
 SYSTEMS = (
     System("copy-source", "copy the source verbatim"),
-    *[s for t in TRAINED[:-1] for s in (t, System(t.name + "+protect", t.label + " + protected placeholders",
-                                                  t.tokenizer, t.copy, protect=True))],
+    *[s for t in _MAIN for s in (t, System(t.name + "+protect", t.label + " + protected placeholders",
+                                           t.tokenizer, t.copy, protect=True))],
+    *ABLATIONS,
     _GLOSS,
     *[System(t.name + "+terms", t.label + " + test terms guaranteed", t.tokenizer, t.copy, terms="test")
-      for t in TRAINED],
+      for t in (_NOCOPY, *_PGEN, _GLOSS)],
     System(_GLOSS.name + "+hint", _GLOSS.label + " + test terms as hints", _GLOSS.tokenizer, True, terms="test",
            glossary_mode="hint"),
     System(_GLOSS.name + "+random", _GLOSS.label + " + random terms as hints", _GLOSS.tokenizer, True,
@@ -169,7 +200,7 @@ def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batc
 
 
 # The systems scored on the second held-out set: all but the terminology rows.
-HELDOUT_SYSTEMS = tuple(s for s in SYSTEMS if s.tokenizer is not None and not s.terms and s.model_of != _GLOSS.name)
+HELDOUT_SYSTEMS = tuple(s for s in SYSTEMS if s.model_of in {t.name for t in _MAIN} and not s.terms)
 
 # The systems of the terminology rows (the glossary-trained model and every decoding with terms): judged apart.
 _TERM_SYSTEMS = {_GLOSS.name} | {s.name for s in SYSTEMS if s.terms}
@@ -232,14 +263,15 @@ def _progress(log_path: Path) -> tuple[int, int] | None:
     return (int(found[-1][0]), int(found[-1][1])) if found else None
 
 
-def run_jobs(jobs: list[tuple[str, list[str], str | None]], out: Path, workers: int, started: float
-             ) -> tuple[dict, dict]:
+def run_jobs(jobs: list[tuple[str, list[str], str | None]], out: Path, workers: int, started: float,
+             done: dict | None = None) -> tuple[dict, dict]:
     """Run `(name, run_translation argv, name of the job it needs first or None)` jobs, `workers` at a time, in
-    order as their needs are met, printing progress; returns their results and wall times."""
+    order as their needs are met, printing progress; returns their results (with those of `done`, finished before)
+    and wall times."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    pending, running, results, walls = list(jobs), {}, {}, {}
+    pending, running, results, walls = list(jobs), {}, dict(done or {}), {}
     last_report = 0.0
     while pending or running:
         ready = [job for job in pending if job[2] is None or job[2] in results]
@@ -454,7 +486,7 @@ def copy_goals(systems: list[dict], sig: dict) -> list[dict]:
     BLEU or chrF beyond noise against the same model without it."""
     goals = []
     for prefix, vocabulary, target in (("pgen-word", "word-level", 0.9), ("pgen-subword", "subword", 0.8)):
-        candidates = [s for s in systems if s["model_of"] in {prefix} | {f"{prefix}-{k}" for k in LEVERS}
+        candidates = [s for s in systems if (s["model_of"] == prefix or _lever_keys(s["model_of"], prefix))
                       and not s["protect"] and not s.get("terms")]
         if not candidates:
             continue
@@ -463,20 +495,29 @@ def copy_goals(systems: list[dict], sig: dict) -> list[dict]:
         goals.append({"goal": f"unseen terms the reference keeps, kept without protection by the best {vocabulary} "
                               f"pointer-generator: >= {target:.0%}", "met": kept >= target,
                       "detail": ", ".join(f"{s['name']} {s['metrics']['unseen_kept'] or 0:.1%}" for s in candidates)})
-    lowered = []
+    lowered, levers = [], []
     for system in systems:
-        base, _, lever = system["name"].partition("+")[0].rpartition("-")
-        if lever not in LEVERS or base not in sig["comparisons"] or "+" in system["name"]:
+        base = next((p.name for p in _PGEN if _lever_keys(system["name"], p.name)), None)
+        if base is None or base not in sig["comparisons"]:
             continue
+        levers.append(system["name"])
         for metric in ("bleu", "chrf"):
             c = sig["comparisons"][system["name"]][base][metric]
             if c["difference"] < 0 and c["significant"]:
                 lowered.append(f"{system['name']} {metric} {c['difference']:+.1f} (p = {c['p_value']:.3f})")
-    levers = [s["name"] for s in systems if s["name"].rpartition("-")[2] in LEVERS]
     if levers:
         goals.append({"goal": "no lever lowers BLEU or chrF beyond noise against the same model without it",
                       "met": not lowered, "detail": "; ".join(lowered) or f"checked {', '.join(levers)}"})
     return goals
+
+
+def _lever_keys(name: str, base: str) -> tuple[str, ...] | None:
+    """The levers a system name adds to `base` ("pgen-word-sr-cn" -> ("sr", "cn")), or None if it is not such a row
+    (decoding variants, "+protect", are not)."""
+    if not name.startswith(base + "-") or "+" in name:
+        return None
+    keys = tuple(name[len(base) + 1:].split("-"))
+    return keys if all(k in LEVERS for k in keys) else None
 
 
 def terminology_goals(systems: list[dict], sig: dict) -> list[dict]:
@@ -516,8 +557,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--max_predict_samples", type=int, default=None, help="Default: the whole test split.")
     parser.add_argument("--vocab_size", type=int, default=8000, help="Size of each shared vocabulary.")
     parser.add_argument("--workers", type=int, default=None,
-                        help="Runs side by side (default: the three trained systems at once with 2+ cores, which "
-                             "keeps every core busy until the end); each uses one torch thread.")
+                        help="Runs side by side (default: two per core, at most the number of trained systems); each "
+                             "uses one torch thread.")
+    parser.add_argument("--no_ablations", dest="ablations", action="store_false",
+                        help="Leave out the rows of each copy lever alone (issue 31): 8 of the 14 trained systems.")
+    parser.add_argument("--reuse_predictions", action="store_true",
+                        help="Reuse every run whose folder already holds its predictions and results (a finished "
+                             "earlier run of the same code), running only the missing ones, e.g. systems added since.")
     parser.add_argument("--fresh", action="store_true", help="Delete an earlier run's folders first (default: "
                                                              "resume the trained systems from their checkpoints).")
     parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
@@ -528,7 +574,9 @@ def main(argv: list[str] | None = None) -> dict:
         extra = extra[1:]
 
     cores = os.cpu_count() or 1
-    workers = args.workers or (len(TRAINED) if cores >= 2 else 1)
+    trained = [t for t in TRAINED if args.ablations or t not in ABLATIONS]
+    chosen = [s for s in SYSTEMS if args.ablations or s not in ABLATIONS]
+    workers = args.workers or min(len(trained), 2 * cores)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the spawned runs
 
@@ -536,6 +584,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.fresh:
         for system in SYSTEMS:
             shutil.rmtree(out / system.name, ignore_errors=True)
+        shutil.rmtree(out / HELDOUT_SPLIT, ignore_errors=True)
         shutil.rmtree(out / "tokenizers", ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -552,7 +601,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     # One tokenizer per vocabulary kind, shared by the systems that use it (trained here, on the training split, as
     # run_translation --train_tokenizer does); an interrupted run resumes with the tokenizers it started with.
-    print(f"=== hf_pgen main job: {len(SYSTEMS)} systems on {len(test)} test messages, {len(TRAINED)} trained for "
+    print(f"=== hf_pgen main job: {len(chosen)} systems on {len(test)} test messages, {len(trained)} trained for "
           f"{args.max_steps} steps each, {workers} at a time ===", flush=True)
     for kind in TOKENIZERS:
         folder = out / "tokenizers" / kind
@@ -577,12 +626,12 @@ def main(argv: list[str] | None = None) -> dict:
     jobs = [(s.name, common + ["--tokenizer_name", str(out / "tokenizers" / s.tokenizer), "--output_dir",
                                str(out / s.name), "--copy_mechanism" if s.copy else "--no_copy_mechanism",
                                *s.train_args, "--glossary_dictionary", args.dictionary], None)
-            for s in TRAINED]
+            for s in trained]
     jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams)
-              + ["--output_dir", str(out / s.name)], s.model_of) for s in SYSTEMS if s.protect]
+              + ["--output_dir", str(out / s.name)], s.model_of) for s in chosen if s.protect]
     jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams,
                                     ("--glossary", str(term_files[s.terms]), "--glossary_mode", s.glossary_mode))
-              + ["--output_dir", str(out / s.name)], s.model_of) for s in SYSTEMS if s.terms]
+              + ["--output_dir", str(out / s.name)], s.model_of) for s in chosen if s.terms]
     # Every system but the term rows again on the second held-out set, after its model is trained.
     from hf_pgen.corpus import CORPUS_DIR
 
@@ -593,7 +642,14 @@ def main(argv: list[str] | None = None) -> dict:
               + ["--test_file", str(CORPUS_DIR / f"{HELDOUT_SPLIT}.jsonl.gz"),
                  "--output_dir", str(out / HELDOUT_SPLIT / s.name)], s.model_of)
              for s in HELDOUT_SYSTEMS]
-    results, walls = run_jobs(jobs, out, workers, started)
+    done = {}
+    if args.reuse_predictions:
+        for name, *_ in jobs:
+            finished = out / name / "all_results.json"
+            if finished.is_file() and (out / name / "generated_predictions.txt").is_file():
+                done[name] = json.loads(finished.read_text())
+        print(f"Reusing {len(done)} finished runs: {', '.join(done) or 'none'}.", flush=True)
+    results, walls = run_jobs([job for job in jobs if job[0] not in done], out, workers, started, done)
 
     # -- scores --
     from training.report import goals_table, markdown_table, plot_results, significance
@@ -608,7 +664,7 @@ def main(argv: list[str] | None = None) -> dict:
         encoded = AutoTokenizer.from_pretrained(out / "tokenizers" / kind)(sources)["input_ids"]
         read_whole[kind] = [len(ids) <= MAX_SOURCE_LENGTH for ids in encoded]
     outputs, systems = {}, []
-    for system in SYSTEMS:
+    for system in chosen:
         t0 = time.perf_counter()
         predictions = sources if system.name == "copy-source" else read_predictions(out / system.name)
         outputs[system.name] = predictions
@@ -623,7 +679,8 @@ def main(argv: list[str] | None = None) -> dict:
             mean_p_gen=result.get("predict_mean_p_gen"),
             train_tokens_per_second=results.get(system.model_of, {}).get("train_tokens_per_second")
             if system.trained else None,
-            wall_s=walls.get(system.name, round(time.perf_counter() - t0, 1)),
+            # copy-source's time is its scoring; a reused run's time is not this run's (n/a)
+            wall_s=round(time.perf_counter() - t0, 1) if system.name == "copy-source" else walls.get(system.name),
         )
         state = out / system.name / "trainer_state.json"
         history = json.loads(state.read_text())["log_history"] if system.trained and state.is_file() else None

@@ -141,8 +141,12 @@ class ModelArguments:
 # label smoothing (`--label_smoothing_factor` goes to the model's own loss through PointerGeneratorSeq2SeqTrainer).
 _NOT_COPY_SETTINGS = {"base_config", "is_encoder_decoder", "tie_word_embeddings", "label_smoothing", "pad_token_id",
                       "bos_token_id", "eos_token_id", "decoder_start_token_id", "unk_token_id"}
+_LEVER_NOTE = (" On by default in this script (the main job measured it: docs/main-job/README.md); it starts at zero, "
+               "so a wrapped checkpoint still generates exactly as before training. --{} false turns it off.")
 _SCRIPT_DEFAULTS = {"p_gen_bias_init": (float | None, None, " Default: the config's 10.0 when wrapping a pretrained "
-                                                            "model, 0.0 for a model trained from scratch.")}
+                                                            "model, 0.0 for a model trained from scratch."),
+                    "selective_read": (bool, True, _LEVER_NOTE.format("selective_read")),
+                    "copy_next": (bool, True, _LEVER_NOTE.format("copy_next"))}
 
 
 def _config_field_help(name: str) -> str:
