@@ -99,6 +99,8 @@ def test_model_folder_reloads_and_translates(runs, name, class_name):
     model = AutoModelForSeq2SeqLM.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     assert type(model).__name__ == class_name
+    if name == "copy":  # the script's defaults since issue 31
+        assert model.config.selective_read and model.config.copy_next
     assert model.config.vocab_size == len(tokenizer) <= 600  # min_frequency 2 on 200 pairs: fewer words
     assert model.generation_config.max_length == 12
     encoded = hf_pgen.encode_with_oovs(tokenizer, ["Delete Nakamura now"], vocab_size=model.config.vocab_size,
@@ -130,7 +132,7 @@ def test_model_card(runs):
 
     # What only the run knows: the data checks, the recipe, the hardware and versions.
     assert "## Training details" in card and "| sources truncated |" in card and "| framework versions |" in card
-    assert "| copy mechanism | pointer-generator, dedicated pointer, no coverage |" in card
+    assert "| copy mechanism | pointer-generator, dedicated pointer, no coverage, selective read, copy-next |" in card
     assert "## Copy settings" in card and "(24 examples)" in card and "| Mean p_gen |" in card
 
     baseline_card = (runs["baseline"][0] / "README.md").read_text(encoding="utf-8")
@@ -339,6 +341,10 @@ def test_copy_settings_are_the_config_fields():
     config = model.config
     assert (config.pointer, config.pointer_layer, config.pointer_heads, config.coverage, config.coverage_weight,
             config.force_p_gen, config.p_gen_bias_init) == ("cross_attention", 0, [0, 1], True, 0.5, 0.25, 10.0)
+    assert config.selective_read and config.copy_next  # on by default in the script, off in the config
+    assert not PointerGeneratorConfig(base_config=tiny_base("bart").config).selective_read
+    _, copy_args, _, _ = run_translation.parse_args(tiny_args("out") + ["--selective_read", "false", "--no_copy_next"])
+    assert not any(run_translation.copy_settings(copy_args)[k] for k in ("selective_read", "copy_next"))
     with pytest.raises(SystemExit):  # the config's Literal becomes the flag's choices
         run_translation.parse_args(tiny_args("out") + ["--pointer", "nearest"])
 
@@ -599,7 +605,7 @@ def test_placeholder_augmentation_adds_renamed_pairs_after_the_tokenizer_learned
     assert results["train_augmented"] == len(extra) > 10  # pairs with a placeholder (one drew its own name)
     assert results["train_samples"] == len(records) + len(extra)
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
-    assert f"{len(records) + len(extra)} pairs, {len(extra)} of them placeholder-augmented copies" in card
+    assert f"{len(records) + len(extra)} pairs, {len(extra)} of them augmented copies" in card
     vocabulary = AutoTokenizer.from_pretrained(tmp_path / "out").get_vocab()
     assert "%(count)d" in vocabulary  # the tokenizer learned the corpus as it is, not the renamed copies
     assert not any(w in vocabulary for s in extra for w in re.findall(r"%\([^)]*\)d", s))

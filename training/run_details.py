@@ -42,6 +42,9 @@ def collect_settings(model_args, data_args, training_args, model, tokenizer, dat
         "pointer": model.config.pointer if copy else None,
         "coverage": bool(model.config.coverage) if copy else False,
         "coverage_weight": model.config.coverage_weight if copy else None,
+        "selective_read": bool(getattr(model.config, "selective_read", False)) if copy else False,
+        "copy_next": bool(getattr(model.config, "copy_next", False)) if copy else False,
+        "copy_augmentation": data_args.copy_augmentation,
         "base_model": model_args.model_name_or_path,
         "model_type": base.config.model_type,
         "config_overrides": model_args.config_overrides,
@@ -160,17 +163,19 @@ def _procedure(settings: dict, results: dict) -> list[tuple[str, object]]:
     copy = settings.get("copy_mechanism")
     shape = ", ".join(f"{k.replace('_', ' ')} {settings[k]}" for k in ("d_model", "encoder_layers", "decoder_layers")
                       if settings.get(k) is not None)
-    augmented = (settings.get("data_stats") or {}).get("train", {}).get("augmented")  # --placeholder_augmentation
+    augmented = (settings.get("data_stats") or {}).get("train", {}).get("augmented")  # --*_augmentation
     if copy:
         mechanism = f"pointer-generator, {settings.get('pointer')} pointer" + (
             f", coverage (weight {settings.get('coverage_weight')})" if settings.get("coverage") else ", no coverage")
+        mechanism += "".join(f", {name}" for key, name in (("selective_read", "selective read"),
+                                                           ("copy_next", "copy-next")) if settings.get(key))
     else:
         mechanism = "none (baseline)"
     tokenizer = f"{settings.get('tokenizer_type')}, {settings.get('vocab_size')} tokens, " + (
         "trained on the training data (shared source/target)" if settings.get("trained_tokenizer")
         else f"from `{settings.get('tokenizer_source')}`")
     length = f"{results.get('train_samples', '?')} pairs, " + (
-        f"{augmented} of them placeholder-augmented copies, " if augmented else "") + (
+        f"{augmented} of them augmented copies (placeholders renamed, or words respelled), " if augmented else "") + (
         f"{settings['max_steps']} steps" if (settings.get("max_steps") or -1) > 0
         else f"{settings.get('num_train_epochs')} epochs") + (
         f" (epoch {results['epoch']:.2f} reached)" if isinstance(results.get("epoch"), float) else "")
