@@ -3,7 +3,9 @@ numbers come from `make main`)."""
 
 import pytest
 
-from training.main import LEVERS, SYSTEMS, copy_goals, evaluate_goals, terminology_goals, unseen_terms_kept
+from training.main import RECIPE_LEVERS, SYSTEMS, copy_goals, evaluate_goals, terminology_goals, unseen_terms_kept
+
+RECIPE = {name: f"{name}-{'-'.join(RECIPE_LEVERS)}" for name in ("pgen-word", "pgen-subword")}
 
 
 def _systems(**kept):
@@ -85,20 +87,23 @@ def test_terminology_goals_follow_the_term_rows():
 
 def test_copy_goals_take_the_best_model_per_vocabulary_and_flag_a_lever_that_costs_quality():
     systems = _systems()
-    kept = {"pgen-word": 0.6, "pgen-word-sr": 0.93, "pgen-subword": 0.4, "pgen-subword-cn": 0.7}
+    kept = {"pgen-word": 0.6, "pgen-word-sr": 0.93, "pgen-subword": 0.4, "pgen-subword-cn": 0.7,
+            RECIPE["pgen-subword"]: 0.65}
     for system in systems:
         system["metrics"]["unseen_kept"] = kept.get(system["name"], 0.5 if system["protect"] else 0.1)
     goals = copy_goals(systems, _significance(systems))
     word, subword, levers = goals
     assert word["met"] and "pgen-word-sr 93.0%" in word["detail"] and "+protect" not in word["detail"]
     assert not subword["met"] and "pgen-subword-cn 70.0%" in subword["detail"]
-    assert levers["met"]  # every lever row has a higher index (so higher scores) than its model without the lever
-    lever_rows = [s for s in systems if s["name"].rpartition("-")[2] in LEVERS]
-    assert len(lever_rows) == 2 * len(LEVERS)
-    worse = next(s for s in systems if s["name"] == "pgen-word-cn")
+    assert levers["met"]  # the recipe rows have a higher index (so higher scores) than the models without levers
+    assert levers["detail"] == f"checked {RECIPE['pgen-word']}, {RECIPE['pgen-subword']}"
+    single = next(s for s in systems if s["name"] == "pgen-word-cov")
+    single["metrics"]["chrf"] = 0.0  # a single-lever row is measured, not judged
+    assert copy_goals(systems, _significance(systems))[-1]["met"]
+    worse = next(s for s in systems if s["name"] == RECIPE["pgen-subword"])
     worse["metrics"]["chrf"] = 0.0
     levers = copy_goals(systems, _significance(systems))[-1]
-    assert not levers["met"] and levers["detail"].startswith("pgen-word-cn chrf ")
+    assert not levers["met"] and levers["detail"].startswith(f"{RECIPE['pgen-subword']} chrf ")
     assert copy_goals(systems, _significance(systems, significant=False))[-1]["met"]  # within noise: not a cost
 
 

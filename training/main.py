@@ -482,8 +482,10 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
 
 def copy_goals(systems: list[dict], sig: dict) -> list[dict]:
     """Copying what nobody listed (issue 31): without protection, the unseen source terms the reference keeps are kept
-    in >= 90% of cases by the best word-level pointer-generator and >= 80% by the best subword one; and no lever costs
-    BLEU or chrF beyond noise against the same model without it."""
+    in >= 90% of cases by the best word-level pointer-generator and >= 80% by the best subword one; and the recipe's
+    levers together (`RECIPE_LEVERS`) cost neither BLEU nor chrF beyond noise against the same model without them.
+    The single-lever rows are measured, not judged: coverage, for one, is an option of its own (See et al.), not part
+    of the recipe."""
     goals = []
     for prefix, vocabulary, target in (("pgen-word", "word-level", 0.9), ("pgen-subword", "subword", 0.8)):
         candidates = [s for s in systems if (s["model_of"] == prefix or _lever_keys(s["model_of"], prefix))
@@ -497,7 +499,7 @@ def copy_goals(systems: list[dict], sig: dict) -> list[dict]:
                       "detail": ", ".join(f"{s['name']} {s['metrics']['unseen_kept'] or 0:.1%}" for s in candidates)})
     lowered, levers = [], []
     for system in systems:
-        base = next((p.name for p in _PGEN if _lever_keys(system["name"], p.name)), None)
+        base = next((p.name for p in _PGEN if system["name"] == f"{p.name}-{'-'.join(RECIPE_LEVERS)}"), None)
         if base is None or base not in sig["comparisons"]:
             continue
         levers.append(system["name"])
@@ -506,7 +508,8 @@ def copy_goals(systems: list[dict], sig: dict) -> list[dict]:
             if c["difference"] < 0 and c["significant"]:
                 lowered.append(f"{system['name']} {metric} {c['difference']:+.1f} (p = {c['p_value']:.3f})")
     if levers:
-        goals.append({"goal": "no lever lowers BLEU or chrF beyond noise against the same model without it",
+        goals.append({"goal": "the recipe's levers lower neither BLEU nor chrF beyond noise against the same model "
+                              "without them",
                       "met": not lowered, "detail": "; ".join(lowered) or f"checked {', '.join(levers)}"})
     return goals
 
