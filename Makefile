@@ -27,7 +27,7 @@ $(VENV_523)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 main: setup dictionary
-	$(VENV)/bin/python -m training.main
+	$(VENV)/bin/python -m training.main $(MAIN_ARGS)
 
 # The main job's term rows draw terms from Debian's FreeDict English-German dictionary (GPL-3+), read at run time.
 dictionary:
