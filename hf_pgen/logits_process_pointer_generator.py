@@ -307,6 +307,17 @@ class _Example:
         """Whether a token outside every occurrence, before position `before`, holds a mark only a span may hold."""
         return any(sequence[p] in self.stray_tokens for p in positions if p < before)
 
+    def _invents_url(self, tail: tuple[int, ...]) -> bool:
+        """Whether the text of `tail` holds a URL: a tail pending as the start of a protected URL ("http://www." of
+        "http://www.x.org/a") reads as a URL no span holds ("http://www") once the row leaves it, so a row that began a
+        URL completes one of the spans it begins (a URL, unlike a word, is never ordinary text). Only where the entry
+        reads the output's text (`has_neighbours`: placeholders, as the other rules on invented ones)."""
+        if not tail or not self.has_neighbours:
+            return False
+        text = self.text_of(list(tail))
+        return any(_URL_START.match(text, start) and text[start:end] not in self.texts
+                   for start, end in placeholder_spans(text))
+
     def tail_rules(self, tail: tuple[int, ...], remaining: tuple[int, ...]) -> _TailRules:
         """What the next token may do after `tail`, the pending end of a row (empty when nothing is pending), with
         spans `remaining` after what was counted before it (module docstring, *Occurrences*, *Started span*).
@@ -320,7 +331,7 @@ class _Example:
         if rules is not None:
             return rules
         after, free, _, last_end, last_span = self._resolve(tail, remaining, at_end=True)
-        leave_ok = min(after, default=0) >= 0 and not self._loose(tail, free, len(tail))
+        leave_ok = min(after, default=0) >= 0 and not self._loose(tail, free, len(tail)) and not self._invents_url(tail)
         banned, passing, opening = [], [], []
         for token in self.own_tokens if tail else self.by_first:
             sequence = (*tail, token)

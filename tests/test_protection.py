@@ -743,3 +743,28 @@ def test_a_span_that_ends_in_a_combining_mark_is_protected(tokenizer, subword_to
             warnings.simplefilter("error")  # no false "past the truncation" diagnosis
             batch = processor(["Open Cafe\u0301 now"], protect=protect)
         assert [span["text"] for span in batch["protected_spans"][0]["spans"]] == ["Cafe\u0301"]
+
+
+def test_a_row_that_began_a_protected_url_completes_one(subword_tokenizer):
+    """A URL is never ordinary text: a row pending as the start of a protected URL ("http://www." of
+    "http://www.example.org/docs") must go on with it once its text holds a URL, or it would leave an invented one
+    ("http://www": the main job's unigram model did, on a long Trac help text, 2026-12-05). A tail that is a whole span
+    ("https://x.org", also the start of "https://x.org/docs") may end there."""
+    processor = PointerGeneratorProcessor(subword_tokenizer, vocab_size=len(subword_tokenizer))
+    batch = processor(["See http://www.example.org/docs now"], protect="placeholders")
+    (ex,) = ProtectedSpansLogitsProcessor(batch["protected_spans"]).examples
+    (j,) = [j for j, text in enumerate(ex.texts) if text.startswith("http")]
+    remaining = tuple(ex.counts)
+    checked = 0
+    for variant in ex.variants[j]:
+        for k in range(1, len(variant)):
+            text = ex.text_of(list(variant[:k]))
+            if any(text[a:b].startswith("http") for a, b in placeholder_spans(text)):
+                assert ex.tail_rules(tuple(variant[:k]), remaining).must_continue, text
+                checked += 1
+    assert checked
+    batch = processor(["See https://x.org or https://x.org/docs"], protect="placeholders")
+    (ex,) = ProtectedSpansLogitsProcessor(batch["protected_spans"]).examples
+    (short,) = [j for j, text in enumerate(ex.texts) if text == "https://x.org"]
+    for variant in ex.variants[short]:
+        assert not ex.tail_rules(tuple(variant), tuple(ex.counts)).must_continue
