@@ -653,12 +653,17 @@ def test_attention_implementation_survives_save_and_load(tmp_path):
         loaded.set_attn_implementation("sdpa")
 
 
-def test_assisted_and_prompt_lookup_decoding_equal_greedy_with_coverage():
+@pytest.mark.parametrize("settings", [{"coverage": True}, {"selective_read": True, "copy_next": True}])
+def test_assisted_and_prompt_lookup_decoding_equal_greedy(settings):
     """Coverage is cropped with the cache when candidates are rejected, and prompt lookup does not index copied ids
-    out of bounds."""
-    model = wrap("bart", p_gen_bias_init=0.0, coverage=True)
+    out of bounds; selective read and copy-next read several fed tokens at once (the candidates) as one by one."""
+    model = wrap("bart", p_gen_bias_init=0.0, **settings)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.startswith(("selective_read.", "copy_next.")):
+                param.normal_(0.0, 0.5)
     assistant = PointerGeneratorForConditionalGeneration.from_base(
-        tiny_base("bart", seed=1), unk_token_id=UNK, p_gen_bias_init=0.0, coverage=True
+        tiny_base("bart", seed=1), unk_token_id=UNK, p_gen_bias_init=0.0, **settings
     ).eval()
     input_ids, attention_mask, extended = source_batch()
     for i in range(3):  # assisted decoding takes one example at a time
