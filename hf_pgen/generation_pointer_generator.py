@@ -24,6 +24,7 @@ from transformers.generation.candidate_generator import AssistedCandidateGenerat
 from transformers.generation.utils import GenerateBeamEncoderDecoderOutput
 from transformers.modeling_outputs import BaseModelOutput
 
+from .input_checks_pointer_generator import check_source_ids
 from .logits_process_pointer_generator import (
     ProtectedSpansLogitsProcessor,
     _protection_processors,
@@ -125,8 +126,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
     than the vocabulary (copied words) is handled.
 
     The model it is mixed into provides `config` (a `PointerGeneratorConfig`), `generation_config`, `forward` with
-    `extended_input_ids` and `output_pointer`, `_check_source_ids(input_ids, extended_input_ids)` and
-    `_to_base_vocabulary(ids)`.
+    `extended_input_ids` and `output_pointer`, and `_to_base_vocabulary(ids)`.
     """
 
     def generate(self, inputs: torch.Tensor | None = None, *args, **kwargs):
@@ -163,7 +163,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
             if source_ids is not None:
                 kwargs["extended_input_ids"] = source_ids
         elif source_ids is not None:
-            self._check_source_ids(source_ids, kwargs["extended_input_ids"])
+            check_source_ids(self.config, source_ids, kwargs["extended_input_ids"])
         if kwargs.get("extended_input_ids") is None and kwargs.get("encoder_outputs") is not None:
             raise ValueError(
                 "generate() got encoder_outputs without the source ids the pointer copies from: pass "

@@ -31,6 +31,7 @@ from transformers.utils import logging
 
 from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, _first_int
 from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, PointerGeneratorCache, PointerGeneratorGenerationMixin
+from .input_checks_pointer_generator import check_labels, check_source_ids
 from .mixture_pointer_generator import (
     _pad_with_impossible_slots,
     _rows_per_source,
@@ -617,13 +618,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         # A later decoding step: the cache holds the source's layout, filled by a call that checked this source.
         num_slots_known = cache.num_extended_slots if isinstance(cache, PointerGeneratorCache) else None
         if num_slots_known is None:
-            self._check_source_ids(input_ids, extended_input_ids)  # three device syncs: not at every step
+            check_source_ids(config, input_ids, extended_input_ids)  # three device syncs: not at every step
         if source_ids is None:
             raise ValueError(
                 "The pointer needs the source ids: pass input_ids (or extended_input_ids alongside encoder_outputs)."
             )
         if labels is not None:
-            self._check_labels(labels, source_ids)
+            check_labels(config, labels, source_ids)
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
@@ -847,55 +848,6 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         if decoder_inputs_embeds is None:
             decoder_inputs_embeds = self.base.get_input_embeddings()(decoder_input_ids)  # (B, T, E)
         return self.copy_switch(pointer_attention, context_scores, decoder_states, decoder_inputs_embeds)
-
-    # -- input checks ---------------------------------------------------------------------------------------------
-
-    def _check_source_ids(self, input_ids, extended_input_ids):
-        if input_ids is None:
-            return
-        vocab_size = self.config.vocab_size
-        if int(input_ids.max()) >= vocab_size or int(input_ids.min()) < 0:
-            raise ValueError(
-                f"input_ids must lie in the base vocabulary [0, {vocab_size}); out-of-vocabulary words belong in "
-                "extended_input_ids (input_ids carries the unknown token there)."
-            )
-        if extended_input_ids is None:
-            return
-        if extended_input_ids.shape != input_ids.shape:
-            raise ValueError(
-                f"extended_input_ids has shape {tuple(extended_input_ids.shape)} but input_ids has "
-                f"{tuple(input_ids.shape)}: they must describe the same source positions. Build both with "
-                "hf_pgen.encode_with_oovs."
-            )
-        mismatch = (extended_input_ids < vocab_size) & (extended_input_ids != input_ids)
-        if self.config.unk_token_id is not None:
-            # A piece whose text an OOV slot at another position spells whole (one character that a slow SentencePiece
-            # normalizer expanded into several pieces, "½" -> "1" "⁄" "2") copies as the unknown token: nothing.
-            mismatch &= extended_input_ids != self.config.unk_token_id
-        if mismatch.any():
-            row, col = mismatch.nonzero()[0].tolist()
-            raise ValueError(
-                f"extended_input_ids[{row}, {col}] = {int(extended_input_ids[row, col])} is below vocab_size "
-                f"({vocab_size}) but input_ids there is {int(input_ids[row, col])}: below vocab_size both must hold the "
-                "same id (or extended_input_ids the unknown token); only out-of-vocabulary words take extended ids "
-                "(>= vocab_size). Build both with hf_pgen.encode_with_oovs."
-            )
-
-    def _check_labels(self, labels, source_ids):
-        if labels.shape[0] != source_ids.shape[0]:
-            raise ValueError(f"labels has batch size {labels.shape[0]} but the source has {source_ids.shape[0]}.")
-        extended = labels >= self.config.vocab_size  # (B, T)
-        if not extended.any():
-            return
-        present = (labels.unsqueeze(-1) == source_ids.unsqueeze(1)).any(-1)  # (B, T)
-        bad = extended & ~present
-        if bad.any():
-            row, col = bad.nonzero()[0].tolist()
-            raise ValueError(
-                f"labels[{row}, {col}] = {int(labels[row, col])} lies beyond the extended vocabulary of example {row}: "
-                f"ids >= vocab_size ({self.config.vocab_size}) must name an out-of-vocabulary word of that example's "
-                "own source (as in its extended_input_ids). Build labels with hf_pgen.encode_with_oovs."
-            )
 
 
 def _hidden_size(config, side: str) -> int:
