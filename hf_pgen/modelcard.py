@@ -272,7 +272,8 @@ def render_model_card(
         eval_results=eval_results or None,
     )
     copy_settings = [(name, repr(getattr(config, name, None))) for name in
-                     ("pointer", "coverage", "coverage_weight", "force_p_gen", "p_gen_bias_init", "unk_token_id")]
+                     ("pointer", "coverage", "coverage_weight", "selective_read", "copy_next", "force_p_gen",
+                      "p_gen_bias_init", "unk_token_id")]
     return ModelCard.from_template(
         card_data,
         template_str=TEMPLATE,
