@@ -20,6 +20,7 @@ import contextlib
 import copy
 import math
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -282,8 +283,21 @@ class PointerGeneratorPreTrainedModel(PreTrainedModel):
                 module.bias.zero_()
 
 
+class _CopyInputs(NamedTuple):
+    """What `forward` hands the decoder hooks for one call."""
+
+    attention_mask: torch.Tensor | None  # (B, S)
+    cache: EncoderDecoderCache | None
+    previous_coverage: torch.Tensor | None  # (B, S)
+    decoder_input_ids: torch.Tensor | None  # (B, T) in the base vocabulary
+    decoder_inputs_embeds: torch.Tensor | None  # (B, T, E)
+    mixed_source: torch.Tensor | None  # (B, S) extended source ids when the logits are built, else None
+    extended_decoder_ids: torch.Tensor | None  # (B, T) with copied words' extended ids (selective read, copy-next)
+    source_ids: torch.Tensor  # (B, S) extended source ids
+
+
 class _CopyStep:
-    """What `forward` hands the decoder hook for one call (`inputs`) and what the hook hands back (`outputs`).
+    """What `forward` hands the decoder hooks for one call (`inputs`) and what the hook hands back (`outputs`).
 
     A plain object rather than attributes of the model: nn.Module.__setattr__ costs microseconds at every decoding step.
     """
@@ -291,7 +305,7 @@ class _CopyStep:
     __slots__ = ("inputs", "outputs")
 
     def __init__(self):
-        self.inputs: tuple | None = None
+        self.inputs: _CopyInputs | None = None
         self.outputs: tuple | None = None
 
 
@@ -533,9 +547,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         them exactly as it scales ids (BART inside the module, Marian and Pegasus after it)."""
         if self._copy_step.inputs is None:
             return None  # the decoder called on its own, not through this model's forward
-        attention_mask, extended_decoder_ids, source_ids = (self._copy_step.inputs[i] for i in (0, 6, 7))
+        inputs = self._copy_step.inputs
         embeds = module.get_input_embeddings()(kwargs["input_ids"])  # (B, T, E)
-        read = self.selective_read(extended_decoder_ids, source_ids, attention_mask, self._encoder_states(kwargs))
+        read = self.selective_read(inputs.extended_decoder_ids, inputs.source_ids, inputs.attention_mask,
+                                   self._encoder_states(kwargs))
         return args, {**kwargs, "input_ids": None, "inputs_embeds": embeds + read.to(embeds.dtype)}
 
     def _encoder_states(self, decoder_kwargs: dict) -> torch.Tensor:
@@ -651,7 +666,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         need_cross_attentions = self.pointer is None
         build_logits = labels is None or not self.training
         copy_step = self._copy_step
-        copy_step.inputs = (
+        copy_step.inputs = _CopyInputs(
             attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds,
             source_ids if build_logits else None, extended_decoder_ids, source_ids,
         )
