@@ -866,10 +866,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
 
 def _hidden_size(config, side: str) -> int:
-    for name in (f"{side}_hidden_size", "d_model", "hidden_size"):
-        if getattr(config, name, None):
-            return getattr(config, name)
-    raise ValueError(f"Cannot find the {side} hidden size in {type(config).__name__}.")
+    size = _first_int(config, f"{side}_hidden_size", "d_model", "hidden_size")
+    if size is None:
+        raise ValueError(f"Cannot find the {side} hidden size in {type(config).__name__}.")
+    return size
 
 
 __all__ = [
