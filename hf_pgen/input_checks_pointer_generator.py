@@ -38,6 +38,7 @@ def check_source_ids(config, input_ids: torch.Tensor | None, extended_input_ids:
             "(>= vocab_size). Build both with hf_pgen.encode_with_oovs."
         )
 
+
 def check_labels(config, labels: torch.Tensor, source_ids: torch.Tensor) -> None:
     """That `labels` (B, T) name, beyond the vocabulary, only out-of-vocabulary words of their own row's source (B, S)."""
     if labels.shape[0] != source_ids.shape[0]:
@@ -53,4 +54,25 @@ def check_labels(config, labels: torch.Tensor, source_ids: torch.Tensor) -> None
             f"labels[{row}, {col}] = {int(labels[row, col])} lies beyond the extended vocabulary of example {row}: "
             f"ids >= vocab_size ({config.vocab_size}) must name an out-of-vocabulary word of that example's "
             "own source (as in its extended_input_ids). Build labels with hf_pgen.encode_with_oovs."
+        )
+
+
+def check_trainer_label_smoothing(config, source_ids: torch.Tensor, num_slots: int) -> None:
+    """That a loss the Trainer computes from the logits is finite: every row of extended source ids (B, S) holds all
+    `num_slots` of the batch's out-of-vocabulary slots.
+
+    The Trainer calls forward without labels but with num_items_in_batch only when it computes the loss itself from
+    the logits (label_smoothing_factor, compute_loss_func). Its LabelSmoother averages -log p over every column, and a
+    row that lacks some of the batch's slots has p = 0 there: the loss would be inf (logged as 0).
+    """
+    if num_slots == 0:
+        return
+    slots_per_row = (source_ids.max(-1).values + 1 - config.vocab_size).clamp_min(0)  # (B,)
+    if bool((slots_per_row < num_slots).any()):
+        raise ValueError(
+            "Seq2SeqTrainer computes this loss from the logits (label_smoothing_factor > 0 or compute_loss_func), "
+            "but the pointer-generator's logits give probability 0 to out-of-vocabulary slots an example lacks, so "
+            "a smoothed loss over all columns is infinite. Smooth over each example's own classes instead: set "
+            "model.config.label_smoothing = <factor> and label_smoothing_factor=0 in the training arguments, or "
+            "use hf_pgen.PointerGeneratorSeq2SeqTrainer, which passes label_smoothing_factor to the model."
         )

@@ -9,9 +9,10 @@ ids `vocab_size + k` (k = index of that distinct word in its example) and can on
 Shapes: B = batch, T = target positions in this call, S = source positions, V = base vocabulary (output width),
 N = extended (copy-only) slots in the batch, D = hidden sizes.
 
-This file holds the layers (`PointerAttention`, `CopySwitch`) and the model with its forward. Its siblings: the
-mixture (`mixture_pointer_generator.py`), the cache and `generate()` (`generation_pointer_generator.py`), the output
-classes (`modeling_outputs_pointer_generator.py`).
+This file wires the copy layers to a base: the model, its decoder hooks and its forward. Its siblings: the layers
+(`layers_pointer_generator.py`), the mixture (`mixture_pointer_generator.py`), the cache and `generate()`
+(`generation_pointer_generator.py`), the input checks (`input_checks_pointer_generator.py`), the output classes
+(`modeling_outputs_pointer_generator.py`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from transformers.utils import logging
 
 from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, _first_int
 from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, PointerGeneratorCache, PointerGeneratorGenerationMixin
-from .input_checks_pointer_generator import check_labels, check_source_ids
+from .input_checks_pointer_generator import check_labels, check_source_ids, check_trainer_label_smoothing
+from .layers_pointer_generator import CopyNext, CopySwitch, PointerAttention, SelectiveRead
 from .mixture_pointer_generator import (
     _pad_with_impossible_slots,
     _rows_per_source,
@@ -55,197 +57,6 @@ _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "
 _DEFAULT_MAX_SOURCE_POSITIONS = 512
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Layers
-# ---------------------------------------------------------------------------------------------------------------------
-
-
-class PointerAttention(nn.Module):
-    """Single-head bilinear attention from decoder states over encoder states, with optional coverage.
-
-    score(t, i) = q_t . (W_k h_i) / sqrt(A) + c_i^t * w(q_t), where c^t is the sum of earlier attentions. The keys
-    W_k h_i depend on the source only: generation projects them once (`keys`) and reuses them at every step.
-    """
-
-    def __init__(self, decoder_dim: int, encoder_dim: int, attention_dim: int, coverage: bool):
-        super().__init__()
-        self.query = nn.Linear(decoder_dim, attention_dim)
-        self.key = nn.Linear(encoder_dim, attention_dim, bias=False)
-        self.scale = 1.0 / math.sqrt(attention_dim)
-        # Per-query weight of the coverage feature; zero-initialised so coverage starts neutral and learns its sign.
-        self.coverage_weight = nn.Linear(decoder_dim, 1) if coverage else None
-
-    def keys(self, encoder_states: torch.Tensor) -> torch.Tensor:
-        """(B, S, D_enc) -> (B, A, S): the keys, laid out as the right operand of the scores' bmm."""
-        return self.key(encoder_states).transpose(1, 2)
-
-    def decoding_query(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The query projection with the key projection and the scale folded in: weight (D_enc, D_dec), bias (D_enc,).
-
-            scale * (W_q s + b_q) . (W_k h_i) = (M s + c) . h_i,   M = scale * W_k^T W_q,  c = scale * W_k^T b_q
-
-        Generation forms them once and scores each step's decoder states s against the encoder states h themselves, so
-        no keys are projected for a source (kept because projected keys made every decoding step measurably slower at
-        opus-mt size, see benchmarks/README.md "Speed work paid back"). The scores equal those from `keys` up to float
-        rounding.
-        """
-        weight = (self.key.weight.t() @ self.query.weight) * self.scale  # (D_enc, D_dec)
-        bias = (self.key.weight.t() @ self.query.bias) * self.scale  # (D_enc,)
-        return weight, bias
-
-    def forward(
-        self,
-        decoder_states: torch.Tensor,
-        keys: torch.Tensor,
-        source_padding: torch.Tensor | None,
-        coverage: torch.Tensor | None,
-        query: tuple[torch.Tensor, torch.Tensor] | None = None,
-        bias: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """
-        Args:
-            decoder_states: (B, T, D_dec).
-            keys: (B / r, A, S) from `keys(encoder_states)`; or, with `query` from `decoding_query`, the encoder states
-                themselves (B / r, S, D_enc) (source-major: a step reads them as a matrix-vector product per row,
-                which streams them from memory faster than a strided layout). One row per source, where each source
-                is decoded by r consecutive rows of `decoder_states` (r = 1 in training; beam search's hypotheses
-                share a source).
-            source_padding: (B, 1, S) bool, True where a row has no source token; or None.
-            coverage: (B, S) attention summed over the target positions before this call, or None (zeros).
-            bias: (B, T, S) float32 added to the scores (`CopyNext.bias`), or None.
-        Returns:
-            attention (B, T, S) float32, and the per-step coverage before each step (B, T, S) (None without coverage).
-        """
-        batch, target_len, _ = decoder_states.shape
-        queries = self.query(decoder_states) if query is None else F.linear(decoder_states, *query)  # (B, T, A | D_enc)
-        num_sources = keys.shape[0]
-        if num_sources != batch:
-            # Each source's keys are read once for all r of its rows: (B / r, r * T, K) x (B / r, K, S). Reading them
-            # per row would stream r copies of the largest per-step operand (beam search: 4 x (S, K) per source).
-            queries = queries.reshape(num_sources, -1, queries.shape[-1])
-        if query is None:
-            scores = torch.bmm(queries, keys).view(batch, target_len, -1)  # (B, T, S)
-        else:
-            scores = torch.bmm(keys, queries.transpose(1, 2))  # (B / r, S, r * T), scaled already
-            scores = scores.transpose(1, 2).reshape(batch, target_len, -1)  # (B, T, S); a view when r * T = 1
-        if scores.dtype != torch.float32:
-            scores = scores.float()
-        if query is None:
-            scores = scores.mul_(self.scale)  # (B, T, S); in place: the bmm's backward does not read its output
-        if bias is not None:
-            scores = scores + bias
-        if source_padding is not None:
-            scores = scores.masked_fill(source_padding, torch.finfo(scores.dtype).min)
-        if self.coverage_weight is None:
-            return scores.softmax(-1), None
-        weight = self.coverage_weight(decoder_states).float()  # (B, T, 1)
-        if coverage is None:
-            coverage = scores.new_zeros(scores.shape[0], scores.shape[2])
-        # Coverage is recurrent by definition (step t attends given the attention of steps < t): loop over the T
-        # positions of this call; every step is vectorised over batch and source.
-        attentions, coverages = [], []
-        for t in range(scores.shape[1]):
-            coverages.append(coverage)
-            step = (scores[:, t] + weight[:, t] * coverage).softmax(-1)  # (B, S)
-            attentions.append(step)
-            coverage = coverage + step
-        return torch.stack(attentions, 1), torch.stack(coverages, 1)
-
-
-class CopySwitch(nn.Linear):
-    """p_gen logit from [pointer context; decoder state; decoder input embedding] (one linear layer).
-
-    The context is the pointer-weighted sum of encoder states, so its term w_c . sum_i a_i h_i equals
-    sum_i a_i (w_c . h_i): the per-source scores `context_scores(encoder_states)` are computed once per source and each
-    step only mixes them with the attention, instead of building the (B, T, D_enc) context.
-    """
-
-    def __init__(self, context_dim: int, state_dim: int, embed_dim: int):
-        super().__init__(context_dim + state_dim + embed_dim, 1)
-        self.context_dim = context_dim
-
-    def context_scores(self, encoder_states: torch.Tensor) -> torch.Tensor:
-        """(B, S, D_enc) -> (B, S, 1) float32."""
-        return F.linear(encoder_states, self.weight[:, : self.context_dim]).float()
-
-    def forward(
-        self, attention: torch.Tensor, context_scores: torch.Tensor, decoder_states: torch.Tensor,
-        input_embeds: torch.Tensor,
-    ) -> torch.Tensor:
-        """attention (B, T, S) float32, context_scores (B, S, 1), decoder_states (B, T, D_dec), input_embeds (B, T, E)
-        -> the p_gen logit (B, T, 1) float32 (the trailing 1 is what the mixture broadcasts over words)."""
-        context_term = torch.bmm(attention, context_scores)  # (B, T, 1)
-        rest = torch.cat([decoder_states, input_embeds], dim=-1)  # (B, T, D_dec + E)
-        logit = F.linear(rest, self.weight[:, self.context_dim :], self.bias)  # (B, T, 1)
-        if logit.dtype != torch.float32:  # half-precision models and autocast: sum the two terms in float32
-            logit, context_term = logit.float(), context_term.float()
-        return logit + context_term
-
-
-class SelectiveRead(nn.Module):
-    """CopyNet's selective read (Gu et al. 2016): the decoder input embedding of the token y fed at a step gets
-
-        W_r * mean_{i : x_i = y} h_i
-
-    added, the mean encoder state of the source positions that hold y (extended ids, so a copied out-of-vocabulary
-    word finds its own positions although it is embedded as the unknown token). A token absent from the source gets
-    nothing. W_r starts at zero.
-    """
-
-    def __init__(self, encoder_dim: int, embed_dim: int):
-        super().__init__()
-        self.proj = nn.Linear(encoder_dim, embed_dim, bias=False)
-
-    def forward(
-        self, decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None,
-        encoder_states: torch.Tensor,
-    ) -> torch.Tensor:
-        """decoder_ids (B, T) and source_ids (B, S) extended ids, source_mask (B, S) or None, encoder_states
-        (B, S, D_enc) -> (B, T, E) to add to the decoder input embeddings."""
-        match = _matches(decoder_ids, source_ids, source_mask).to(encoder_states.dtype)  # (B, T, S)
-        match = match / match.sum(-1, keepdim=True).clamp_min(1.0)
-        return self.proj(torch.bmm(match, encoder_states))
-
-
-class CopyNext(nn.Module):
-    """Sequential copying (after Zhou et al. 2018): continuing a copy from source position i at i + 1 is one feature.
-
-    Where the token y fed at step t stands at source position i - 1, position i "continues" it. The pointer's score
-    of a continuing position gets the bonus g(s_t) (a linear function of the decoder state, so the model decides when
-    a run goes on), and the copy switch gets w * (pointer mass on continuing positions). Both start at zero.
-    """
-
-    def __init__(self, decoder_dim: int):
-        super().__init__()
-        self.gate = nn.Linear(decoder_dim, 1)
-        self.switch_weight = nn.Parameter(torch.zeros(()))
-
-    @staticmethod
-    def continuing(decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None) -> torch.Tensor:
-        """(B, T), (B, S), (B, S) or None -> (B, T, S) bool: position i follows a position holding the fed token."""
-        previous = F.pad(source_ids[:, :-1], (1, 0), value=-1)  # x_{i-1}; nothing precedes position 0
-        return _matches(decoder_ids, previous, source_mask)
-
-    def bias(self, decoder_states: torch.Tensor, continuing: torch.Tensor) -> torch.Tensor:
-        """(B, T, D_dec), (B, T, S) bool -> the pointer scores' bonus (B, T, S) float32."""
-        return self.gate(decoder_states).float() * continuing
-
-    def switch_term(self, attention: torch.Tensor, continuing: torch.Tensor) -> torch.Tensor:
-        """(B, T, S) float32, (B, T, S) bool -> the switch logit's term (B, T, 1) float32."""
-        return self.switch_weight.float() * (attention * continuing).sum(-1, keepdim=True)
-
-
-def _matches(decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None) -> torch.Tensor:
-    """(B, T), (B, S), (B, S) or None -> (B, T, S) bool: the source position holds the decoder's token."""
-    match = decoder_ids.unsqueeze(-1) == source_ids.unsqueeze(1)
-    return match if source_mask is None else match & source_mask.bool().unsqueeze(1)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Model
-# ---------------------------------------------------------------------------------------------------------------------
-
-
 class PointerGeneratorPreTrainedModel(PreTrainedModel):
     config_class = PointerGeneratorConfig
     base_model_prefix = "base"
@@ -257,8 +68,8 @@ class PointerGeneratorPreTrainedModel(PreTrainedModel):
 
     @classmethod
     def _can_set_attn_implementation(cls) -> bool:
-        # Transformers decides this by scanning the module's source for attention classes; ours (PointerAttention)
-        # is not one, and the base sets its own implementation.
+        # Transformers guesses this from the module's source (an `*Attention(nn.Module)` class must use its attention
+        # interface). The base sets its own implementation, and the pointer is not such a layer: say so, not guess.
         return True
 
     @torch.no_grad()
@@ -730,7 +541,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             if labels is not None:
                 logits = self._pad_to_evaluation_width(logits)
             elif self.training and num_items_in_batch is not None:
-                self._refuse_trainer_label_smoothing(source_ids, num_slots)
+                check_trainer_label_smoothing(self.config, source_ids, num_slots)
 
         output = PointerGeneratorSeq2SeqLMOutput(
             loss=loss,
@@ -836,22 +647,6 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 "Truncate sources to the model's max_position_embeddings (or n_positions) when encoding."
             )
         return F.pad(logits, (0, width - logits.shape[-1]), value=-torch.inf)
-
-    def _refuse_trainer_label_smoothing(self, source_ids: torch.Tensor, num_slots: int) -> None:
-        # The Trainer calls forward without labels but with num_items_in_batch only when it computes the loss itself
-        # from the logits (label_smoothing_factor, compute_loss_func). Its LabelSmoother averages -log p over every
-        # column, and a row that lacks some of the batch's slots has p = 0 there: the loss would be inf (logged as 0).
-        if num_slots == 0:
-            return
-        slots_per_row = (source_ids.max(-1).values + 1 - self.config.vocab_size).clamp_min(0)  # (B,)
-        if bool((slots_per_row < num_slots).any()):
-            raise ValueError(
-                "Seq2SeqTrainer computes this loss from the logits (label_smoothing_factor > 0 or compute_loss_func), "
-                "but the pointer-generator's logits give probability 0 to out-of-vocabulary slots an example lacks, so "
-                "a smoothed loss over all columns is infinite. Smooth over each example's own classes instead: set "
-                "model.config.label_smoothing = <factor> and label_smoothing_factor=0 in the training arguments, or "
-                "use hf_pgen.PointerGeneratorSeq2SeqTrainer, which passes label_smoothing_factor to the model."
-            )
 
     def _switch_logit(
         self, pointer_attention, context_scores, decoder_states, decoder_input_ids, decoder_inputs_embeds

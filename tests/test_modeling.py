@@ -13,7 +13,7 @@ from hf_pgen.mixture_pointer_generator import (
     gold_log_probs,
     num_oov_slots,
 )
-from hf_pgen.modeling_pointer_generator import PointerAttention, PointerGeneratorSeq2SeqLMOutput
+from hf_pgen.modeling_pointer_generator import PointerGeneratorSeq2SeqLMOutput
 
 
 def wrap(family, **settings):
@@ -386,30 +386,6 @@ def test_row_selection_gives_every_row_its_own_keys_again():
     assert cache.rows_per_source == 1 and cache.pointer_keys.shape[0] == 2
     assert torch.equal(cache.pointer_keys[0], keys_of_source_1)
     assert cache.pointer_query is query  # the model's, not a row's
-
-
-@pytest.mark.parametrize("rows_per_source", [1, 3])
-def test_decoding_query_scores_the_encoder_states_as_the_keys_do(rows_per_source):
-    """Generation folds the key projection and the scale into the query and scores the encoder states themselves:
-    the attention is the same, up to rounding (a query bias, a query size unlike the decoder's and the encoder's,
-    and beam-grouped rows included)."""
-    torch.manual_seed(0)
-    pointer = PointerAttention(decoder_dim=24, encoder_dim=16, attention_dim=8, coverage=False)
-    torch.nn.init.normal_(pointer.query.bias)
-    encoder_states = torch.randn(2, 7, 16)  # (sources, S, D_enc)
-    decoder_states = torch.randn(2 * rows_per_source, 3, 24)  # (B, T, D_dec): r consecutive rows per source
-    padding = torch.zeros(2 * rows_per_source, 1, 7, dtype=torch.bool)
-    padding[-1, 0, -2:] = True
-    with torch.no_grad():
-        per_row_keys = pointer.keys(encoder_states).repeat_interleave(rows_per_source, dim=0)
-        expected, _ = pointer(decoder_states, per_row_keys, padding, None)
-        weight, bias = pointer.decoding_query()
-        folded, _ = pointer(decoder_states, encoder_states, padding, None, (weight, bias))
-        one_step, _ = pointer(decoder_states[:, :1], encoder_states, padding, None, (weight, bias))
-    assert weight.shape == (16, 24) and bias.shape == (16,)
-    torch.testing.assert_close(folded, expected, atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(one_step, expected[:, :1], atol=1e-6, rtol=1e-5)
-    assert (folded[-1, :, -2:] == 0).all()
 
 
 def test_lm_output_is_a_model_output_whatever_fields_are_set():
@@ -889,8 +865,8 @@ def test_saved_code_imports_only_what_a_python_without_hf_pgen_has(tmp_path):
 
     wrap("bart").save_pretrained(tmp_path)
     modules = sorted(tmp_path.glob("*.py"))
-    assert {"modeling_pointer_generator.py", "pipeline_pointer_generator.py", "processing_pointer_generator.py",
-            "modelcard.py"} <= {m.name for m in modules}
+    assert {"modeling_pointer_generator.py", "layers_pointer_generator.py", "pipeline_pointer_generator.py",
+            "processing_pointer_generator.py", "modelcard.py"} <= {m.name for m in modules}
     for module in modules:
         roots = set()
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):

@@ -242,8 +242,7 @@ class PointerGeneratorCrossAttentionCoverageModelTest(PointerGeneratorOOVTesterM
         self.skipTest(EAGER_ONLY)
 
     def test_can_set_attention_dynamically(self):
-        # Upstream itself skips it today: `class PointerAttention(nn.Module)` in our module trips the source heuristic
-        # of _can_set_attn_implementation. Once that says True, this is the reason that holds.
+        # The model says True itself (_can_set_attn_implementation); the test's eager-only reason is what holds.
         self.skipTest(EAGER_ONLY)
 
 
