@@ -145,7 +145,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             vocab_size = max(vocab_size, _tokenizer_width(self.tokenizer))
         self._processor = PointerGeneratorProcessor(
             self.tokenizer, vocab_size=vocab_size,
-            glossary_annotation=getattr(self.model.config, "glossary_annotation", None) if self._copies else None,
+            glossary_annotation=getattr(self.model.config, "glossary_annotation", None),  # set by training, any model
             copies=self._copies,
         )
 

@@ -223,7 +223,7 @@ class PointerGeneratorProcessor:
             raise ValueError(
                 'glossary_mode="hint" writes the terms into the source for the model to use, but this model has no '
                 "glossary_annotation (it was not trained to read them): use glossary_mode=\"guarantee\" (the default), "
-                "or train a pointer-generator with run_translation --glossary_augmentation."
+                "or train the model with run_translation --glossary_augmentation."
             )
 
     def _apply_glossary(
@@ -351,7 +351,7 @@ def _expand_tables(
 
 def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> tuple[int, str | None]:
     """`vocab_size` from the config.json at `path` (a pointer-generator's: its base's output width; or a base's), and
-    the pointer-generator's `glossary_annotation`."""
+    the model's `glossary_annotation` (`run_translation --glossary_augmentation` saves it in either kind of config)."""
     missing = (
         f"Could not read the model's output width from a config.json at {str(path)!r}. Pass it: "
         "PointerGeneratorProcessor.from_pretrained(path, vocab_size=model.config.vocab_size)."
@@ -375,4 +375,4 @@ def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> tuple[int, str |
         vocab_size = getattr(config.get_text_config(decoder=True), "vocab_size", None)
     if not isinstance(vocab_size, int):
         raise ValueError(f"{missing} ({type(config).__name__} has no vocab_size.)")
-    return vocab_size, None
+    return vocab_size, getattr(config, "glossary_annotation", None)

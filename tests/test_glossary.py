@@ -150,6 +150,14 @@ def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_i
     assert "Speicher" not in outputs[1]["translation_text"]
     with pytest.raises(ValueError, match="has no glossary_annotation"):
         pipe("Free storage", glossary={"storage": "Speicher"}, glossary_mode="hint")
+    # A plain model trained to read the annotation (run_translation --no_copy_mechanism --glossary_augmentation) gets
+    # it written in: the same output as the annotated text itself, nothing forced.
+    model = plain(bpe_tokenizer)
+    model.config.glossary_annotation = DEFAULT_GLOSSARY_ANNOTATION
+    pipe = pipeline("translation", model=model, tokenizer=bpe_tokenizer)
+    hinted = pipe(["Free storage and storage", "Open it"], glossary={"storage": "Speicher"}, glossary_mode="hint",
+                  max_new_tokens=16)
+    assert hinted == pipe(["Free storage [ Speicher ] and storage [ Speicher ]", "Open it"], max_new_tokens=16)
 
     words = train_shared_tokenizer(corpus_texts("train", limit=800), "wordlevel", vocab_size=300)
     pipe = pipeline("translation", model=plain(words), tokenizer=words)

@@ -20,7 +20,9 @@ import torch
 from testing_utils import PREDICT_SAMPLES, corpus_texts, run_without_hf_pgen, tiny_args, tiny_base
 
 import hf_pgen  # noqa: F401  (registers the pointer-generator with the Auto classes)
+from hf_pgen import PointerGeneratorProcessor
 from hf_pgen.corpus import load_en_de_messages
+from hf_pgen.glossary import Glossary
 from training import run_translation
 from training.data.files import DataError, load_translation_splits, read_translation_file
 
@@ -674,6 +676,11 @@ def test_oov_copy_limit_is_saved_for_later_runs_and_means_nothing_without_copyin
     assert getattr(baseline.generation_config, "oov_copy_limit", None) is None  # a plain model has nothing to copy
 
 
+# FreeDict eng-deu entries (the format test: the real dictionary has 464k)
+DICTIONARY = ("German\tDeutsch\nFrench\tFranzösisch\nadded\thinzugefügt\nversion\tVersion\ntable\tTabelle\n"
+              "date\tDatum\nticket\tTicket\nmilestone\tMeilenstein\nreport\tBericht\ndeleted\tgelöscht\n")
+
+
 def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_terms(tmp_path):
     """--glossary_augmentation annotates dictionary terms in training sources and saves the annotation with the
     model; --glossary then places each test source's terms in its prediction, as often as the source term occurs."""
@@ -681,10 +688,8 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
 
     from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION, Glossary, apply_glossaries
 
-    dictionary = tmp_path / "dictionary.tsv"  # FreeDict eng-deu entries (the format test: the real one is 464k)
-    dictionary.write_text("German\tDeutsch\nFrench\tFranzösisch\nadded\thinzugefügt\nversion\tVersion\n"
-                          "table\tTabelle\ndate\tDatum\nticket\tTicket\n"
-                          "milestone\tMeilenstein\nreport\tBericht\ndeleted\tgelöscht\n", encoding="utf-8")
+    dictionary = tmp_path / "dictionary.tsv"
+    dictionary.write_text(DICTIONARY, encoding="utf-8")
     model_dir = tmp_path / "glossed"
     results = run_translation.main(tiny_args(model_dir, "--glossary_augmentation", "--glossary_dictionary",
                                              str(dictionary)))
@@ -717,11 +722,46 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
     per_pair.write_text("{}\n", encoding="utf-8")
     with pytest.raises(ValueError, match="has 1 lines for 8 test pairs"):
         run_translation.main(predict_args(model_dir, tmp_path / "z", "--glossary", str(per_pair)))
-    with pytest.raises(ValueError, match="needs --do_train and the copy mechanism"):
-        run_translation.main(tiny_args(tmp_path / "x", "--no_copy_mechanism", "--glossary_augmentation"))
+    with pytest.raises(ValueError, match="needs --do_train"):
+        run_translation.main(predict_args(model_dir, tmp_path / "x", "--glossary_augmentation"))
     with pytest.raises(ValueError, match="line 1 has 1 column"):
         (tmp_path / "bad.tsv").write_text("table\n", encoding="utf-8")
         run_translation.main(predict_args(model_dir, tmp_path / "y", "--glossary", str(tmp_path / "bad.tsv")))
 
+
+def test_glossary_augmentation_trains_a_plain_model_to_read_hints(tmp_path, monkeypatch):
+    """Inline annotation (Dinu et al. 2019) needs no copy head: --no_copy_mechanism --glossary_augmentation saves the
+    annotation in the plain model's config, and --glossary_mode hint hands generate() the test sources with the terms
+    written in exactly as the processor writes them, forcing nothing."""
+    from transformers import AutoConfig, AutoTokenizer, BartForConditionalGeneration
+
+    from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION
+
+    dictionary = tmp_path / "dictionary.tsv"
+    dictionary.write_text(DICTIONARY, encoding="utf-8")
+    model_dir = tmp_path / "plain-glossed"
+    results = run_translation.main(tiny_args(model_dir, "--no_copy_mechanism", "--glossary_augmentation",
+                                             "--glossary_dictionary", str(dictionary)))
+    assert results["train_glossary_annotated"] > 0
+    config = AutoConfig.from_pretrained(model_dir)
+    assert config.model_type == "bart" and config.glossary_annotation == DEFAULT_GLOSSARY_ANNOTATION
+    processor = PointerGeneratorProcessor.from_pretrained(model_dir)
+    assert processor.glossary_annotation == DEFAULT_GLOSSARY_ANNOTATION  # read from a plain BART config
+
+    read, generate = [], BartForConditionalGeneration.generate
+
+    def recording(self, *args, **kwargs):  # what the model was given to read, and whether anything was forced
+        read.extend((ids[mask.bool()].tolist(), "logits_processor" in kwargs)
+                    for ids, mask in zip(kwargs["input_ids"], kwargs["attention_mask"]))
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(BartForConditionalGeneration, "generate", recording)
+    run_translation.main(predict_args(model_dir, tmp_path / "hinted", "--no_copy_mechanism", "--glossary",
+                                      str(dictionary), "--glossary_mode", "hint", "--max_source_length", "40"))
+    sources = [pair["en"] for pair in load_en_de_messages("test")["translation"][:8]]
+    expected = processor.glossary_sources(sources, Glossary.from_file(dictionary))
+    assert expected != sources  # some test source holds a dictionary term
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    assert read == [(ids, False) for ids in tokenizer(expected, max_length=40, truncation=True)["input_ids"]]
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.slow]  # slow: left out by `make test-fast`

@@ -22,11 +22,12 @@ in one thing only:
                             leaves these 8 out)
     pgen-subword-gloss      pgen-subword trained with --glossary_augmentation (dictionary terms annotated in half
                             of the training sources): without terms at test time, WMT's "no terms" control
+    subword-nocopy-gloss    subword-nocopy trained the same way: inline annotation without a copy head
     <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`), for
                             the systems above but the single-lever rows
     <each>+terms            the same model with the test term base guaranteed (`--glossary`, guarantee mode)
-    pgen-subword-gloss+hint the annotated model reading the test terms, nothing forced (`--glossary_mode hint`)
-    pgen-subword-gloss+random   the same with WMT's "random terms" control: dictionary entries for random words of
+    <gloss>+hint            each annotated model reading the test terms, nothing forced (`--glossary_mode hint`)
+    <gloss>+random          the same with WMT's "random terms" control: dictionary entries for random words of
                             each source, whether or not its reference uses them
 
 The same systems but the single-lever and term rows are scored again on a second held-out set, the corpus'
@@ -136,14 +137,14 @@ ABLATIONS = tuple(System(f"{p.name}-{key}", f"{p.label} + {label}", p.tokenizer,
                          train_args=_with_levers((key,)))
                   for p in _PGEN for key, (_, label) in LEVERS.items())
 _NOCOPY = System("subword-nocopy", "no-copy Transformer, unigram subwords", "unigram", copy=False)
-TRAINED = (
-    _NOCOPY, *_PGEN, *_LEVERED, *ABLATIONS,
-    # run_translation's model defaults since issue 31 (selective read, copy-next): hint TSR 0.709 -> 0.745 with them
-    System("pgen-subword-gloss", "pointer-generator, unigram subwords + selective read, copy-next, trained with "
-           "glossary annotation", "unigram", copy=True,
-           train_args=("--glossary_augmentation", *_with_levers(("sr", "cn")))),
-)
-_GLOSS = TRAINED[-1]
+# run_translation's model defaults since issue 31 (selective read, copy-next): hint TSR 0.709 -> 0.745 with them
+_GLOSS = System("pgen-subword-gloss", "pointer-generator, unigram subwords + selective read, copy-next, trained with "
+                "glossary annotation", "unigram", copy=True,
+                train_args=("--glossary_augmentation", *_with_levers(("sr", "cn"))))
+# Inline annotation needs no copy head (Dinu et al. 2019): the no-copy model trained the same way, to compare.
+_NOCOPY_GLOSS = System("subword-nocopy-gloss", "no-copy Transformer, unigram subwords, trained with glossary "
+                       "annotation", "unigram", copy=False, train_args=("--glossary_augmentation",))
+TRAINED = (_NOCOPY, *_PGEN, *_LEVERED, *ABLATIONS, _GLOSS, _NOCOPY_GLOSS)
 _MAIN = (_NOCOPY, *_PGEN, *_LEVERED)  # decoded again with protected placeholders and on the second held-out set
 SYSTEMS = (
     System("copy-source", "copy the source verbatim"),
@@ -151,12 +152,15 @@ SYSTEMS = (
                                            t.tokenizer, t.copy, protect=True))],
     *ABLATIONS,
     _GLOSS,
+    _NOCOPY_GLOSS,
     *[System(t.name + "+terms", t.label + " + test terms guaranteed", t.tokenizer, t.copy, terms="test")
-      for t in (_NOCOPY, *_PGEN, _GLOSS)],
-    System(_GLOSS.name + "+hint", _GLOSS.label + " + test terms as hints", _GLOSS.tokenizer, True, terms="test",
-           glossary_mode="hint"),
-    System(_GLOSS.name + "+random", _GLOSS.label + " + random terms as hints", _GLOSS.tokenizer, True,
-           terms="random", glossary_mode="hint"),
+      for t in (_NOCOPY, *_PGEN, _GLOSS, _NOCOPY_GLOSS)],
+    *[s for g in (_GLOSS, _NOCOPY_GLOSS) for s in (
+        System(g.name + "+hint", g.label + " + test terms as hints", g.tokenizer, g.copy, terms="test",
+               glossary_mode="hint"),
+        System(g.name + "+random", g.label + " + random terms as hints", g.tokenizer, g.copy, terms="random",
+               glossary_mode="hint"),
+    )],
 )
 
 
@@ -205,7 +209,7 @@ def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batc
 HELDOUT_SYSTEMS = tuple(s for s in SYSTEMS if s.model_of in {t.name for t in _MAIN} and not s.terms)
 
 # The systems of the terminology rows (the glossary-trained model and every decoding with terms): judged apart.
-_TERM_SYSTEMS = {_GLOSS.name} | {s.name for s in SYSTEMS if s.terms}
+_TERM_SYSTEMS = {_GLOSS.name, _NOCOPY_GLOSS.name} | {s.name for s in SYSTEMS if s.terms}
 
 
 def decode_recipe(model_dir: Path, copy: bool, max_predict_samples: int | None, num_beams: int,

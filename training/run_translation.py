@@ -285,9 +285,10 @@ class DataTrainingArguments:
     )
     glossary_augmentation: bool = field(
         default=False,
-        metadata={"help": "Pointer-generator: write dictionary terms that a training pair supports (source term in "
-                          "the source, target term in the reference) into about half of the training sources, so "
-                          "that the model learns to copy annotated terms; saves the annotation format in the config "
+        metadata={"help": "Write dictionary terms that a training pair supports (source term in the source, target "
+                          "term in the reference) into about half of the training sources, so that the model learns "
+                          "to use annotated terms (a pointer-generator copies them; a plain model, with "
+                          "--no_copy_mechanism, spells them); saves the annotation format in the config "
                           "(glossary_annotation), which the pipeline then applies (training/terminology.py)."},
     )
     glossary_dictionary: str = field(
@@ -384,9 +385,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
                          "--predict_with_generate (or drop --glossary).")
     if data_args.glossary_mode not in ("guarantee", "hint"):
         raise ValueError(f"--glossary_mode {data_args.glossary_mode}: use guarantee or hint.")
-    if data_args.glossary_augmentation and not (training_args.do_train and copy_args.copy_mechanism):
-        raise ValueError("--glossary_augmentation teaches a pointer-generator to copy annotated terms: it needs "
-                         "--do_train and the copy mechanism (drop --no_copy_mechanism).")
+    if data_args.glossary_augmentation and not training_args.do_train:
+        raise ValueError("--glossary_augmentation teaches a model to use annotated terms: it needs --do_train.")
     glossary, per_example_terms = None, None
     if data_args.glossary is not None:  # read (and checked) before any work
         if data_args.glossary.endswith(".jsonl"):
@@ -507,9 +507,9 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     prefix = data_args.source_prefix or ""
     unk_id, pad_id = tokenizer.unk_token_id, tokenizer.pad_token_id
 
-    # What a copy model reads with --glossary (the annotation written in): the Trainer checks every row against it.
-    reader = PointerGeneratorProcessor(tokenizer, vocab_size, getattr(model.config, "glossary_annotation", None)
-                                       ) if copy else None
+    # What the model reads with --glossary (the annotation written in): the Trainer checks every row against it.
+    reader = PointerGeneratorProcessor(tokenizer, vocab_size, getattr(model.config, "glossary_annotation", None),
+                                       copies=copy)
 
     def preprocess(batch, max_target_length, annotate):
         sources = [prefix + s for s in batch["source"]]
@@ -558,8 +558,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             dataset = raw_splits[split].map(
                 preprocess, batched=True,
                 fn_kwargs={"max_target_length": max_target_length,
-                           "annotate": copy and ((split != "train" and glossary is not None)
-                                                 or (split == "test" and per_example_terms is not None))},
+                           "annotate": (split != "train" and glossary is not None)
+                                       or (split == "test" and per_example_terms is not None)},
                 num_proc=data_args.preprocessing_num_workers, load_from_cache_file=not data_args.overwrite_cache,
                 desc=f"Running tokenizer on {description} dataset",
             )  # keeps "source" / "target": compute_metrics reads them back by example index
