@@ -9,8 +9,8 @@ base.generate(**batch, logits_processor=LogitsProcessorList([ProtectedSpansLogit
     batch["protected_spans"], eos_token_id=base.config.eos_token_id, max_new_tokens=64)]))  # any encoder-decoder
 ```
 
-This file is saved next to the model as remote code: it imports only the standard library, ``torch``,
-``transformers`` and its hf_pgen siblings (relative imports).
+This file is saved next to the model as remote code: it imports only the standard library, `torch`,
+`transformers` and its hf_pgen siblings (relative imports).
 """
 
 from __future__ import annotations

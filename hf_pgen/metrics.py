@@ -1,12 +1,12 @@
 """Translation metrics for copy-heavy text: placeholder preservation, OOV copy rate, sacreBLEU and chrF.
 
 Software messages carry tokens that a translation must reproduce verbatim: printf / Python / ICU / brace
-placeholders, HTML tags and URLs. :func:`extract_placeholders` finds them; :func:`placeholder_preservation` scores
-whether outputs keep exactly the source's multiset of them; :func:`oov_copy_rate` scores whether words outside the
+placeholders, HTML tags and URLs. `extract_placeholders` finds them; `placeholder_preservation` scores
+whether outputs keep exactly the source's multiset of them; `oov_copy_rate` scores whether words outside the
 tokenizer's vocabulary (which only a copy mechanism can produce) reach the output when the reference has them.
 
-Only the standard library is needed. ``sacrebleu`` is imported by :func:`corpus_bleu` / :func:`corpus_chrf` when
-called, and ``evaluate`` (with ``datasets``) only when one of the ``evaluate.Metric`` wrappers is accessed:
+Only the standard library is needed. `sacrebleu` is imported by `corpus_bleu` / `corpus_chrf` when
+called, and `evaluate` (with `datasets`) only when one of the `evaluate.Metric` wrappers is accessed:
 
 >>> from hf_pgen import metrics
 >>> metrics.placeholder_preservation(["Delete %(name)s?"], ["%(name)s löschen?"])
@@ -15,7 +15,7 @@ called, and ``evaluate`` (with ``datasets``) only when one of the ``evaluate.Met
 >>> metric.compute(sources=["<b>%d</b> items"], predictions=["<b>%d</b> Einträge"])
 {'placeholder_preservation': 1.0, 'placeholder_examples': 1}
 
-Empty aggregates (no source with a placeholder, no copyable OOV word) are ``nan``.
+Empty aggregates (no source with a placeholder, no copyable OOV word) are `nan`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ except ImportError:  # this file loaded on its own, outside the package: its sib
 
 
 def placeholders_preserved(source: str, prediction: str) -> bool | None:
-    """Whether ``prediction`` holds exactly the source's placeholders (same multiset); None if the source has none."""
+    """Whether `prediction` holds exactly the source's placeholders (same multiset); None if the source has none."""
     expected = Counter(extract_placeholders(source))
     if not expected:
         return None
@@ -67,7 +67,7 @@ def placeholders_preserved(source: str, prediction: str) -> bool | None:
 def placeholder_preservation(sources: Sequence[str], predictions: Sequence[str]) -> float:
     """Share of outputs that keep every source placeholder exactly as often as the source has it, and invent none.
 
-    Only examples whose source holds at least one placeholder count; ``nan`` when there are none.
+    Only examples whose source holds at least one placeholder count; `nan` when there are none.
     """
     _check_lengths(sources=sources, predictions=predictions)
     verdicts = [placeholders_preserved(s, p) for s, p in zip(sources, predictions)]
@@ -82,9 +82,9 @@ def oov_copy_rate(
 ) -> float:
     """Share of copyable OOV words that the output contains.
 
-    A source OOV word (``oov_words`` from :func:`hf_pgen.encode_with_oovs`; surrounding whitespace, which the
+    A source OOV word (`oov_words` from `hf_pgen.encode_with_oovs`; surrounding whitespace, which the
     surface strings carry, is stripped) is copyable when the reference contains it (substring test); it is copied
-    when the prediction contains it too. Each distinct word counts once per example. ``nan`` when no word is copyable.
+    when the prediction contains it too. Each distinct word counts once per example. `nan` when no word is copyable.
     """
     _check_lengths(oov_words_per_example=oov_words_per_example, references=references, predictions=predictions)
     copyable = copied = 0
@@ -101,7 +101,7 @@ def term_success_rate(
 ) -> float:
     """The WMT terminology task's term success rate: over every (source term, target term) entry of an example's term
     base whose source term occurs in its source, the share whose target term occurs in the prediction (lower-cased
-    substring, as WMT counts it). ``nan`` when no entry applies.
+    substring, as WMT counts it). `nan` when no entry applies.
 
     >>> term_success_rate(["Free storage"], ["Speicher freigeben"], [{"storage": "Speicher"}])
     1.0
@@ -117,7 +117,7 @@ def term_success_rate(
 
 
 def corpus_bleu(predictions: Sequence[str], references: Sequence[str], **kwargs) -> float:
-    """sacreBLEU (default 13a tokenisation) of ``predictions`` against one reference each, 0-100."""
+    """sacreBLEU (default 13a tokenisation) of `predictions` against one reference each, 0-100."""
     import sacrebleu
 
     _check_lengths(predictions=predictions, references=references)
@@ -125,7 +125,7 @@ def corpus_bleu(predictions: Sequence[str], references: Sequence[str], **kwargs)
 
 
 def corpus_chrf(predictions: Sequence[str], references: Sequence[str], **kwargs) -> float:
-    """sacreBLEU's chrF (character n-grams up to 6, beta 2), 0-100. Pass ``word_order=2`` for chrF++."""
+    """sacreBLEU's chrF (character n-grams up to 6, beta 2), 0-100. Pass `word_order=2` for chrF++."""
     import sacrebleu
 
     _check_lengths(predictions=predictions, references=references)
@@ -138,8 +138,8 @@ def translation_metrics(
     references: Sequence[str],
     oov_words_per_example: Sequence[Sequence[str] | None] | None = None,
 ) -> dict[str, float]:
-    """All of the above in one dict: bleu, chrf, placeholder_preservation (with ``sources``) and oov_copy_rate (with
-    OOV tables). How hf_pgen scores a system everywhere: ``build_compute_metrics`` and the main job call this."""
+    """All of the above in one dict: bleu, chrf, placeholder_preservation (with `sources`) and oov_copy_rate (with
+    OOV tables). How hf_pgen scores a system everywhere: `build_compute_metrics` and the main job call this."""
     results = {
         "bleu": corpus_bleu(predictions, references),
         "chrf": corpus_chrf(predictions, references),

@@ -1,8 +1,8 @@
 """The placeholder grammar of hf_pgen: one pattern, used by the metrics and by protected decoding.
 
 Software messages carry tokens that a translation must reproduce verbatim: printf / Python / ICU / brace
-placeholders, HTML tags and URLs. :func:`extract_placeholders` lists them (what `hf_pgen.metrics` scores);
-:func:`placeholder_spans` gives where they stand in the text (what `protect="placeholders"` protects).
+placeholders, HTML tags and URLs. `extract_placeholders` lists them (what `hf_pgen.metrics` scores);
+`placeholder_spans` gives where they stand in the text (what `protect="placeholders"` protects).
 
 This file is saved next to the model as remote code: it imports only the standard library.
 """
@@ -77,7 +77,7 @@ def _scan(text: str, start: int, end: int, found: list[tuple[int, int, str]]) ->
 
 
 def _closing_brace(text: str, start: int, end: int) -> int | None:
-    """Index of the brace closing the one opened just before ``start`` (depth 1) before ``end``, or None."""
+    """Index of the brace closing the one opened just before `start` (depth 1) before `end`, or None."""
     depth = 1
     for index in range(start, end):
         char = text[index]
@@ -125,9 +125,9 @@ def _placeholders(text: str) -> list[tuple[int, int, str]]:
 
 
 def _placeholder_end_at_start(text: str) -> int | None:
-    """Where the placeholder that :func:`placeholder_spans` finds at position 0 of ``text`` ends (None: none starts
-    there), without scanning the rest of the text: ``(0, n) in placeholder_spans(text)`` is
-    ``_placeholder_end_at_start(text) == n``."""
+    """Where the placeholder that `placeholder_spans` finds at position 0 of `text` ends (None: none starts
+    there), without scanning the rest of the text: `(0, n) in placeholder_spans(text)` is
+    `_placeholder_end_at_start(text) == n`."""
     head = _ICU_COMPLEX_HEAD.search(text) if "{" in text else None
     if head is not None and head.start() == 0:
         return head.end()
@@ -139,20 +139,20 @@ def _placeholder_end_at_start(text: str) -> int | None:
 
 
 def extract_placeholders(text: str) -> list[str]:
-    """The placeholders of ``text`` in order of appearance, repeats included.
+    """The placeholders of `text` in order of appearance, repeats included.
 
-    Recognised: URLs; HTML tags of known elements (``<b>``, ``</a>``, ``<br/>``, ``<a href="...">``), numbered
-    rich-text tags (``<0>``, ``</0>``) and any tag with a valued attribute; ``{{ var }}`` / ``${var}`` / ``%{var}``;
-    ICU arguments (``{n, number}`` whole; for ``{n, plural, one {...} other {...}}`` the head ``{n, plural,`` plus
-    the placeholders inside the sub-messages, whose braces are not placeholders); brace fields (``{}``, ``{0}``,
-    ``{name}``, ``{0:.2f}``); printf (``%s``, ``%5.2f``, ``%1$s``, ``%lu``); Python named (``%(name)s``) and
-    positional ``%1``. ``%%`` is an escaped percent sign, not a placeholder. Whitespace inside ICU arguments and
-    ``{{ }}`` is normalised to single spaces.
+    Recognised: URLs; HTML tags of known elements (`<b>`, `</a>`, `<br/>`, `<a href="...">`), numbered
+    rich-text tags (`<0>`, `</0>`) and any tag with a valued attribute; `{{ var }}` / `${var}` / `%{var}`;
+    ICU arguments (`{n, number}` whole; for `{n, plural, one {...} other {...}}` the head `{n, plural,` plus
+    the placeholders inside the sub-messages, whose braces are not placeholders); brace fields (`{}`, `{0}`,
+    `{name}`, `{0:.2f}`); printf (`%s`, `%5.2f`, `%1$s`, `%lu`); Python named (`%(name)s`) and
+    positional `%1`. `%%` is an escaped percent sign, not a placeholder. Whitespace inside ICU arguments and
+    `{{ }}` is normalised to single spaces.
     """
     return [value for _, _, value in _placeholders(text)]
 
 
 def placeholder_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans ``(start, end)`` of :func:`extract_placeholders`' placeholders in ``text``, same order; the
+    """Character spans `(start, end)` of `extract_placeholders`' placeholders in `text`, same order; the
     text there is the source's own (not whitespace-normalised). They never overlap."""
     return [(start, end) for start, end, _ in _placeholders(text)]

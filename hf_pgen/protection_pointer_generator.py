@@ -96,8 +96,8 @@ piece as the source did after the same character (`v2.3` with `3` unknown comes 
 `oov_spacing` with its `oov_words` (plain strings and booleans, which JSON and `datasets` keep;
 `processor.batch_decode(ids, batch)` passes both); given `oov_words` alone, a copy after "." gets a space (`v2. 3`).
 
-This file is saved next to the model as remote code: it imports only the standard library, ``torch``,
-``transformers`` and its hf_pgen siblings (relative imports).
+This file is saved next to the model as remote code: it imports only the standard library, `torch`,
+`transformers` and its hf_pgen siblings (relative imports).
 """
 
 from __future__ import annotations

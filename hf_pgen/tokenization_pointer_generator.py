@@ -1,29 +1,29 @@
 """Extended-vocabulary encoding and decoding for pointer-generator models (See et al., 2017).
 
-A pointer-generator model predicts a distribution over ``vocab_size + N`` ids, where
-``vocab_size`` is the *model's* output width (``model.config.vocab_size``, which may be larger
-than ``len(tokenizer)``: T5 pads 32100 to 32128) and ``N`` is the number of distinct
+A pointer-generator model predicts a distribution over `vocab_size + N` ids, where
+`vocab_size` is the *model's* output width (`model.config.vocab_size`, which may be larger
+than `len(tokenizer)`: T5 pads 32100 to 32128) and `N` is the number of distinct
 out-of-vocabulary (OOV) source words of an example. Source tokens that the tokenizer maps to
-its unknown token get the extended id ``vocab_size + k``, ``k = 0, 1, ...`` in order of first
+its unknown token get the extended id `vocab_size + k`, `k = 0, 1, ...` in order of first
 appearance in *that* example; the model can then copy them by pointing, and generated ids
-``>= vocab_size`` are turned back into the source's text by :func:`decode_with_oovs`.
+`>= vocab_size` are turned back into the source's text by `decode_with_oovs`.
 
 Tokenizers: any fast (🤗 tokenizers) tokenizer, and the slow SentencePiece tokenizers that Transformers 5
-still ships without a fast twin (``MarianTokenizer``, ``M2M100Tokenizer``): their OOV surfaces come from
+still ships without a fast twin (`MarianTokenizer`, `M2M100Tokenizer`): their OOV surfaces come from
 SentencePiece's own piece offsets (and its normalizer's, for characters NFKC expands into several pieces), and the
-ids are always the tokenizer's own (``tokenizer(text)``).
+ids are always the tokenizer's own (`tokenizer(text)`).
 
 What an OOV word's text is: the source characters its unknown token covers, without the whitespace a
 pre-tokenizer folded into it (Metaspace turns " Zyxwvut" into "▁Zyxwvut"), and with the combining marks /
 Hangul jamo that a normalizer composed into it (a decomposed "u" + U+0308 under an NFC normalizer), so a copy is the
-source's text byte for byte. ``oov_spacing`` records, per slot, whether the source had a space before the word, per
+source's text byte for byte. `oov_spacing` records, per slot, whether the source had a space before the word, per
 character it followed, and after it (for tokenizers whose unknown token swallows the space or the end-of-word
-suffix, see :func:`decode_with_oovs`).
+suffix, see `decode_with_oovs`).
 
 This file is saved next to the model as remote code: it imports only the standard library,
-``torch`` and ``transformers``.
+`torch` and `transformers`.
 
-Public API: :func:`encode_with_oovs`, :func:`decode_with_oovs`, :func:`batch_decode_with_oovs`.
+Public API: `encode_with_oovs`, `decode_with_oovs`, `batch_decode_with_oovs`.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _check_vocab_size(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> in
 
 
 def _as_text_batch(text: Any, name: str) -> tuple[list[str], bool]:
-    """Return ``(texts, is_batched)``; raise a ValueError naming the index of a bad example."""
+    """Return `(texts, is_batched)`; raise a ValueError naming the index of a bad example."""
     if text is None:
         raise ValueError(f"`{name}` is None; expected a string or a list of strings.")
     if isinstance(text, str):
@@ -137,10 +137,10 @@ def _continues_previous(char: str) -> bool:
 def _surface(
     text: str, offsets: Sequence[tuple[int, int]], i: int, joins: Sequence[bool] | None = None
 ) -> tuple[str | None, int]:
-    """The source text of token ``i`` (None when it covers no character), and how many following tokens it took in.
+    """The source text of token `i` (None when it covers no character), and how many following tokens it took in.
 
     The end is moved over combining characters that no later token covers (an NFC/NFKC normalizer maps "u" + U+0308
-    to one "ü" whose offsets end before the mark), and over following tokens ``j`` with ``joins[j]`` that hold
+    to one "ü" whose offsets end before the mark), and over following tokens `j` with `joins[j]` that hold
     nothing but such characters (a Whitespace pre-tokenizer splits the U+FE0F of "🗑️" from its emoji). Whitespace
     that a pre-tokenizer folded into the token (the Metaspace "▁" of a mid-sentence word) is dropped, so the same
     word has the same surface everywhere.
@@ -173,7 +173,7 @@ def _match_key(surface: str) -> str:
 
 
 def _target_slot(table: dict[str, int], surface: str) -> int | None:
-    """The source slot a target's unknown ``surface`` copies: the one with its exact text, else the first one that
+    """The source slot a target's unknown `surface` copies: the one with its exact text, else the first one that
     differs only in normalization form (the source wrote "Cafe" + U+0301, the target "Café")."""
     slot = table.get(surface)
     if slot is None:
@@ -186,8 +186,8 @@ class _Slot:
     """One OOV slot while a source is encoded: the copied word's source text and how the source spaced it.
 
     A word-level unknown token swallows the "▁" it starts with, so the ids alone cannot say whether "3" in "v2.3"
-    followed the "." with a space; the decoder asks the record this keeps (:meth:`spacing`, the batch's
-    ``oov_spacing``).
+    followed the "." with a space; the decoder asks the record this keeps (`spacing`, the batch's
+    `oov_spacing`).
     """
 
     def __init__(self, text: str) -> None:
@@ -205,8 +205,8 @@ class _Slot:
         self.starts_word: bool | None = None
 
     def note(self, text: str, start: int, starts_word: bool = False) -> None:
-        """Record the occurrence of the word in ``text`` whose token starts at ``start`` (whitespace folded in);
-        ``starts_word``: its word-start marker went into a piece that copies as nothing."""
+        """Record the occurrence of the word in `text` whose token starts at `start` (whitespace folded in);
+        `starts_word`: its word-start marker went into a piece that copies as nothing."""
         self.starts_word = starts_word if self.starts_word is None else self.starts_word and starts_word
         while start < len(text) and text[start].isspace():
             start += 1
@@ -224,13 +224,13 @@ class _Slot:
                 self.spaced_after[text[before - 1]] = None
 
     def spacing(self) -> dict[str, Any]:
-        """This slot's entry of ``oov_spacing``: plain strings and a boolean, so that JSON and Arrow keep it.
+        """This slot's entry of `oov_spacing`: plain strings and a boolean, so that JSON and Arrow keep it.
 
-        - ``spaced_after``: the characters after which the source had whitespace before the word;
-        - ``glued_after``: the characters right after which it stood (a character in neither: no occurrence after
+        - `spaced_after`: the characters after which the source had whitespace before the word;
+        - `glued_after`: the characters right after which it stood (a character in neither: no occurrence after
           it, or occurrences that disagree);
-        - ``ends_word``: whether whitespace or the end of the text followed every occurrence (None: they disagree);
-        - ``starts_word`` (slow SentencePiece tokenizers): the copy brings the space before it, because the "▁" of
+        - `ends_word`: whether whitespace or the end of the text followed every occurrence (None: they disagree);
+        - `starts_word` (slow SentencePiece tokenizers): the copy brings the space before it, because the "▁" of
           every occurrence went into a piece of the same character that copies as nothing (" ǅ": "▁D" + "ž").
         """
         return {
@@ -252,13 +252,13 @@ def _extend_row(
     grow: bool,
     expansions: dict[int, _Expansion] | None = None,
 ) -> list[int]:
-    """Copy of ``ids`` where unknown tokens carry ``vocab_size + slot``.
+    """Copy of `ids` where unknown tokens carry `vocab_size + slot`.
 
-    ``table`` maps a source surface -> slot and ``slots[slot]`` holds it. With ``grow`` new surfaces get new slots
+    `table` maps a source surface -> slot and `slots[slot]` holds it. With `grow` new surfaces get new slots
     (source side: one per exact text, so a word the source writes in NFD and in NFC comes back in each form); without
-    it, unknown surfaces that match no slot (:func:`_target_slot`) keep the unknown id (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
-    ``expansions`` (slow SentencePiece, see :func:`_expansion_groups`): when the unknown token at ``i`` gets a slot,
-    the other pieces of its character, ``expansions[i].others``, get the unknown id: the slot holds their text.
+    it, unknown surfaces that match no slot (`_target_slot`) keep the unknown id (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
+    `expansions` (slow SentencePiece, see `_expansion_groups`): when the unknown token at `i` gets a slot,
+    the other pieces of its character, `expansions[i].others`, get the unknown id: the slot holds their text.
     """
     out = list(ids)
     if unk_id is None or offsets is None:
@@ -289,7 +289,7 @@ def _extend_row(
 
 # ------------------------------------------------------------------------------- slow SentencePiece tokenizers
 def _sentencepiece_pieces(processor: Any, text: str) -> list[tuple[str, int, int]]:
-    """SentencePiece's pieces of ``text`` with their character spans in ``text`` (both sentencepiece APIs)."""
+    """SentencePiece's pieces of `text` with their character spans in `text` (both sentencepiece APIs)."""
     try:  # sentencepiece >= 0.2.1
         mapping = processor.encode(text, out_type="offset_mapping")
         return [(piece, start, end) for piece, (start, end) in zip(mapping["pieces"], mapping["offsets"])]
@@ -300,7 +300,7 @@ def _sentencepiece_pieces(processor: Any, text: str) -> list[tuple[str, int, int
 
 
 def _expansion_links(processor: Any, text: str, pieces: list[tuple[str, int, int]]) -> list[bool]:
-    """``links[k]``: pieces ``k`` and ``k + 1`` both hold characters that the normalizer made of one source character.
+    """`links[k]`: pieces `k` and `k + 1` both hold characters that the normalizer made of one source character.
 
     NFKC expands some characters into several, and SentencePiece may cut them apart: "½" -> "1" "⁄" "2", "ǅ" -> "▁D"
     "ž" (a "▁" before it joins the first part), "℃" -> "30°" "C" (the first part joins what precedes it). Its spans
@@ -326,7 +326,7 @@ def _expansion_links(processor: Any, text: str, pieces: list[tuple[str, int, int
 
 class _Expansion(NamedTuple):
     """A source character that the normalizer expanded into several pieces, one of them unknown (see
-    :func:`_expansion_groups`): its other pieces' positions, and whether its first piece folded in the "▁" of a
+    `_expansion_groups`): its other pieces' positions, and whether its first piece folded in the "▁" of a
     space before it."""
 
     others: tuple[int, ...]
@@ -338,7 +338,7 @@ def _expansion_groups(
 ) -> dict[int, _Expansion]:
     """Make an expanded character's pieces copy it exactly once; returns them by the position of their unknown piece.
 
-    ``positions[k]`` is the row position of content piece ``k``, ``links`` as :func:`_expansion_links` (for the same
+    `positions[k]` is the row position of content piece `k`, `links` as `_expansion_links` (for the same
     pieces). The first unknown piece of a group that holds one gets the group's whole span (its slot then holds the
     source characters, "½" or "30℃"), the other pieces zero-width spans at its edges; encoding gives them the unknown
     id, which copies (and decodes) as nothing, so a copy neither loses the unknown part ("½" -> "12") nor repeats the
@@ -364,7 +364,7 @@ def _expansion_groups(
 
 
 def _split_added_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> list[tuple[str, int, bool]]:
-    """``PreTrainedTokenizer.tokenize``'s split on added tokens, as ``(chunk, start, is_added_token)``."""
+    """`PreTrainedTokenizer.tokenize`'s split on added tokens, as `(chunk, start, is_added_token)`."""
     if getattr(tokenizer, "split_special_tokens", False):
         return [(text, 0, False)]
     pieces = tokenizer.tokens_trie.split(text)
@@ -393,10 +393,10 @@ def _split_added_tokens(tokenizer: PreTrainedTokenizerBase, text: str) -> list[t
 def _slow_tokens(
     tokenizer: PreTrainedTokenizerBase, text: str
 ) -> tuple[list[int], list[tuple[int, int]], list[bool]] | None:
-    """Ids, character spans and expansion links (see :func:`_expansion_links`) of ``tokenizer.tokenize(text)`` for a
+    """Ids, character spans and expansion links (see `_expansion_links`) of `tokenizer.tokenize(text)` for a
     slow SentencePiece tokenizer, in one pass.
 
-    Mirrors ``PreTrainedTokenizer.tokenize``: split on added tokens, then Marian's language-code prefix and
+    Mirrors `PreTrainedTokenizer.tokenize`: split on added tokens, then Marian's language-code prefix and
     SentencePiece on the rest. Returns None when the text would be changed before tokenization.
     """
     prepared, _ = tokenizer.prepare_for_tokenization(text)
@@ -436,7 +436,7 @@ def _slow_row_offsets(
     add_special_tokens: bool,
 ) -> tuple[list[tuple[int, int]] | None, int, dict[int, _Expansion]]:
     """Offsets for one row of a slow tokenizer's output, how many content tokens truncation removed, and the row's
-    expanded characters that hold an unknown piece (see :func:`_expansion_groups`, which also sets their offsets).
+    expanded characters that hold an unknown piece (see `_expansion_groups`, which also sets their offsets).
 
     The row's ids come from the tokenizer itself; SentencePiece's spans are used only where our own pass gives the
     very same ids (a different result leaves the row without offsets, so without OOV slots, never with wrong ones).
@@ -488,46 +488,46 @@ def encode_with_oovs(
     """Tokenize sources (and targets) and assign per-example extended ids to OOV source words.
 
     Args:
-        tokenizer: a fast tokenizer, or a slow SentencePiece one (``MarianTokenizer``, ``M2M100Tokenizer``).
+        tokenizer: a fast tokenizer, or a slow SentencePiece one (`MarianTokenizer`, `M2M100Tokenizer`).
             Tokenizers without an unknown token, or that never produce it (byte-level BPE), yield no OOV slots.
-        text: one source string or a list of ``B`` source strings. ``None`` entries raise a
-            ``ValueError`` naming the index; ``""`` encodes to the special tokens only.
-        text_target: optional target string(s), same number as ``text``.
-        vocab_size: the model's output width (``model.config.vocab_size``, ``>= len(tokenizer)``);
+        text: one source string or a list of `B` source strings. `None` entries raise a
+            `ValueError` naming the index; `""` encodes to the special tokens only.
+        text_target: optional target string(s), same number as `text`.
+        vocab_size: the model's output width (`model.config.vocab_size`, `>= len(tokenizer)`);
             extended ids start here.
         max_length / max_target_length: truncation lengths for sources / targets
-            (``max_target_length`` defaults to ``max_length``).
-        truncation, padding, return_tensors: as for the tokenizer's ``__call__``.
+            (`max_target_length` defaults to `max_length`).
+        truncation, padding, return_tensors: as for the tokenizer's `__call__`.
         label_pad_token_id: value written into padded label positions (default -100).
-        return_num_truncated_tokens: also return ``num_truncated_tokens``: per example, how many source
+        return_num_truncated_tokens: also return `num_truncated_tokens`: per example, how many source
             tokens truncation removed (read from the same tokenization, not a second one).
-        **tokenizer_kwargs: forwarded to the tokenizer (``return_token_type_ids`` defaults to False).
+        **tokenizer_kwargs: forwarded to the tokenizer (`return_token_type_ids` defaults to False).
 
     Returns:
-        ``BatchEncoding`` with, for ``B`` examples of (padded) source length ``S`` / target length ``T``:
+        `BatchEncoding` with, for `B` examples of (padded) source length `S` / target length `T`:
 
-        - ``input_ids``, ``attention_mask``: ``(B, S)`` exactly as ``tokenizer(text, ...)`` returns them.
-        - ``extended_input_ids``: ``(B, S)``; equal to ``input_ids`` except that unknown-token
-          positions carry ``vocab_size + k`` (padding positions keep the pad id). Slow SentencePiece
+        - `input_ids`, `attention_mask`: `(B, S)` exactly as `tokenizer(text, ...)` returns them.
+        - `extended_input_ids`: `(B, S)`; equal to `input_ids` except that unknown-token
+          positions carry `vocab_size + k` (padding positions keep the pad id). Slow SentencePiece
           tokenizers: where the normalizer expanded one character into several pieces, one of them unknown
           ("½" -> "1" "⁄" "2"), that one's slot holds the whole character and the others carry the unknown id,
           so that a copy spells the character once.
-        - ``oov_words``: ``list[list[str]]`` (length ``B``); ``oov_words[b][k]`` is the source text of
-          slot ``k`` (without the whitespace a pre-tokenizer folded into the token). The same word twice
+        - `oov_words`: `list[list[str]]` (length `B`); `oov_words[b][k]` is the source text of
+          slot `k` (without the whitespace a pre-tokenizer folded into the token). The same word twice
           shares one slot, wherever it stands in the sentence; written once in NFD and once in NFC, it gets
           two, so that each comes back as written.
-        - ``oov_spacing``: ``list[list[dict]]`` (length ``B``); ``oov_spacing[b][k]`` says how the source spaced
-          slot ``k``'s word (``{"spaced_after": str, "glued_after": str, "ends_word": bool | None}``, see
-          :func:`decode_with_oovs`). Plain strings and booleans: keep it next to ``oov_words`` (a dataset column, a
+        - `oov_spacing`: `list[list[dict]]` (length `B`); `oov_spacing[b][k]` says how the source spaced
+          slot `k`'s word (`{"spaced_after": str, "glued_after": str, "ends_word": bool | None}`, see
+          `decode_with_oovs`). Plain strings and booleans: keep it next to `oov_words` (a dataset column, a
           JSON file) and pass it to the decoder, which spaces some copies by it.
-        - ``labels`` (only with ``text_target``): ``(B, T)`` target ids where an unknown target token
+        - `labels` (only with `text_target`): `(B, T)` target ids where an unknown target token
           whose text is one of *its own source's* OOV words (in any normalization form) gets that extended id
-          (otherwise the unknown id); padded positions hold ``label_pad_token_id``.
-        - ``num_truncated_tokens`` (only with ``return_num_truncated_tokens``): ``list[int]`` (length ``B``).
+          (otherwise the unknown id); padded positions hold `label_pad_token_id`.
+        - `num_truncated_tokens` (only with `return_num_truncated_tokens`): `list[int]` (length `B`).
 
-        A single ``str`` input without ``return_tensors`` gives un-batched lists (``oov_words`` is then
-        a ``list[str]``, ``oov_spacing`` a ``list[dict]``), like the tokenizer does; with ``return_tensors``
-        tensors keep the batch axis and ``oov_words``, ``oov_spacing`` (and ``num_truncated_tokens``) stay
+        A single `str` input without `return_tensors` gives un-batched lists (`oov_words` is then
+        a `list[str]`, `oov_spacing` a `list[dict]`), like the tokenizer does; with `return_tensors`
+        tensors keep the batch axis and `oov_words`, `oov_spacing` (and `num_truncated_tokens`) stay
         (non-tensor) lists.
     """
     _check_tokenizer(tokenizer)
@@ -623,7 +623,7 @@ def _row_offsets(
     target: bool,
 ) -> tuple[list[Any], list[int], list[dict[int, _Expansion]]]:
     """Per row: character offsets of the tokens (None = unknown), the number of tokens truncation removed, and (slow
-    SentencePiece tokenizers) its expanded characters that hold an unknown piece (see :func:`_expansion_groups`)."""
+    SentencePiece tokenizers) its expanded characters that hold an unknown piece (see `_expansion_groups`)."""
     if is_fast:
         # The Rust encodings keep what truncation cut off (always, requested or not): count its non-special
         # tokens; with a stride each overflow window repeats `stride` tokens of the one before.
@@ -696,7 +696,7 @@ def _check_table(oov_words: Any) -> list[str]:
 
 
 def _check_spacing(oov_spacing: Any, table: list[str]) -> list[Mapping[str, Any]] | None:
-    """One example's ``oov_spacing`` as a list of records (None: not given), checked against its table."""
+    """One example's `oov_spacing` as a list of records (None: not given), checked against its table."""
     if oov_spacing is None:
         return None
     records = list(oov_spacing)
@@ -729,7 +729,7 @@ def _special_ids(tokenizer: PreTrainedTokenizerBase) -> set[int]:
 
 
 def _cleans_up(tokenizer: PreTrainedTokenizerBase, clean_up_tokenization_spaces: bool | None) -> bool:
-    """Whether the tokenizer's own ``decode`` applies ``clean_up_tokenization`` (fast BPE models never do)."""
+    """Whether the tokenizer's own `decode` applies `clean_up_tokenization` (fast BPE models never do)."""
     flag = (
         clean_up_tokenization_spaces
         if clean_up_tokenization_spaces is not None
@@ -759,43 +759,43 @@ def decode_with_oovs(
     """Decode one sequence of (possibly extended) ids, splicing in copied source words.
 
     Args:
-        token_ids: ``(L,)`` ids (list, tuple, 1-D tensor/array). ``-100`` is treated as padding and
-            skipped; ids in ``[len(tokenizer), vocab_size)`` (model padding rows) are skipped; an id
-            ``vocab_size + k`` becomes ``oov_words[k]``.
-        oov_words: this example's OOV table from :func:`encode_with_oovs` (``batch["oov_words"][i]``;
-            ``None`` = no OOVs).
+        token_ids: `(L,)` ids (list, tuple, 1-D tensor/array). `-100` is treated as padding and
+            skipped; ids in `[len(tokenizer), vocab_size)` (model padding rows) are skipped; an id
+            `vocab_size + k` becomes `oov_words[k]`.
+        oov_words: this example's OOV table from `encode_with_oovs` (`batch["oov_words"][i]`;
+            `None` = no OOVs).
         vocab_size: the model's output width used at encode time.
-        skip_special_tokens, clean_up_tokenization_spaces: as for ``tokenizer.decode``.
-        oov_spacing: this example's spacing records from :func:`encode_with_oovs` (``batch["oov_spacing"][i]``,
-            one per OOV word; ``None``: the output's context alone spaces the copies, see below).
+        skip_special_tokens, clean_up_tokenization_spaces: as for `tokenizer.decode`.
+        oov_spacing: this example's spacing records from `encode_with_oovs` (`batch["oov_spacing"][i]`,
+            one per OOV word; `None`: the output's context alone spaces the copies, see below).
 
     Returns:
         The text. Every copied word comes out exactly as it stood in the source; the spacing around it
         comes from the tokenizer's own decoder, which sees a placeholder token where the word was:
 
         - SentencePiece-style (Unigram/BPE with Metaspace, Marian, M2M100): like any piece, the copy
-          is glued to what precedes it unless a ``▁`` token precedes it ("Stra" + "ß" + "e").
-        - word-level / WordPiece with a Metaspace pre-tokenizer (one unknown token swallows the ``▁``, so
+          is glued to what precedes it unless a `▁` token precedes it ("Stra" + "ß" + "e").
+        - word-level / WordPiece with a Metaspace pre-tokenizer (one unknown token swallows the `▁`, so
           one slot serves "open Zyxwvut" and "%(Zyxwvut)s"): after a character that it followed in the
           source, the copy is spaced as it was there ("v2.3" stays "v2.3", "Done. Zyxwvut" keeps its space;
-          ``oov_spacing`` records it). Elsewhere it starts a new word at the start,
-          after a letter or digit, after ``. , ; : ! ?`` and closing brackets / quotes, and is glued after
-          opening brackets and quotes, ``_ - / % < >`` and line breaks (inside ``%(name)s``, ``{count}``,
-          ``<b>name</b>``); a copied ``. , ) ...`` is glued to what precedes it. On real messages this
+          `oov_spacing` records it). Elsewhere it starts a new word at the start,
+          after a letter or digit, after `. , ; : ! ?` and closing brackets / quotes, and is glued after
+          opening brackets and quotes, `_ - / % < >` and line breaks (inside `%(name)s`, `{count}`,
+          `<b>name</b>`); a copied `. , ) ...` is glued to what precedes it. On real messages this
           gives the source's spacing back for 98% of the sentences with a copy.
         - BERT-style WordPiece: a copy is a word (spaced) and gets the decoder's punctuation cleanup.
-        - BPE with an end-of-word suffix (``</w>``): a copy ends its word where the source's copies of it
-          did ("Cafe" + U+0301 + " vs" keeps its space; ``oov_spacing`` records it);
+        - BPE with an end-of-word suffix (`</w>`): a copy ends its word where the source's copies of it
+          did ("Cafe" + U+0301 + " vs" keeps its space; `oov_spacing` records it);
           elsewhere a copied symbol or emoji ends its word, and a copied letter run ends its word when
           punctuation or the end follows.
-        - no decoder (e.g. a ``Whitespace`` pre-tokenizer alone): tokens and copies are joined with single
-          spaces, as ``tokenizer.decode`` joins tokens; give such a tokenizer a decoder (Metaspace) to get
+        - no decoder (e.g. a `Whitespace` pre-tokenizer alone): tokens and copies are joined with single
+          spaces, as `tokenizer.decode` joins tokens; give such a tokenizer a decoder (Metaspace) to get
           the source's spacing back.
 
     Raises:
-        ValueError: for an id ``>= vocab_size + len(oov_words)`` (no such OOV slot) or a negative id
+        ValueError: for an id `>= vocab_size + len(oov_words)` (no such OOV slot) or a negative id
             other than -100.
-        TypeError: when ``oov_words`` (``oov_spacing``) is not one example's table (e.g. the batch's list of tables).
+        TypeError: when `oov_words` (`oov_spacing`) is not one example's table (e.g. the batch's list of tables).
     """
     _check_tokenizer(tokenizer)
     vocab_size = _check_vocab_size(tokenizer, vocab_size)
@@ -863,7 +863,7 @@ class _DecodeContext:
 
 
 def _splice(parts: list[str], surfaces: list[str], clean_up: bool) -> str:
-    """``parts[0] + surfaces[0] + parts[1] + ...``; with ``clean_up``, a copied ``!``/``,``/``'s`` loses the space
+    """`parts[0] + surfaces[0] + parts[1] + ...`; with `clean_up`, a copied `!`/`,`/`'s` loses the space
     before it as the tokenizer's cleanup takes it from an in-vocabulary one. Copied text is never changed."""
     out = parts[0]
     for surface, part in zip(surfaces, parts[1:]):
@@ -935,8 +935,8 @@ def _is_punctuation(char: str) -> bool:
 def _copy_starts_word(
     texts: list[str], i: int, marker: str, punctuation_apart: bool = False, spacing: Mapping[str, Any] | None = None
 ) -> bool:
-    """Whether the copy at ``texts[i]`` starts a new word, from the items before it (raw tokens or copied words) and
-    the copy's spacing record (``oov_spacing``), if any."""
+    """Whether the copy at `texts[i]` starts a new word, from the items before it (raw tokens or copied words) and
+    the copy's spacing record (`oov_spacing`), if any."""
     first = texts[i][:1]
     if first in _ATTACHES_LEFT or first.isspace() or (punctuation_apart and _is_punctuation(first)):
         return False  # "Saving" + "…", "Zyxwvut" + ")", a copied line break, a "▁" token of its own before "<"
@@ -1060,7 +1060,7 @@ def _decode_slow(
 ) -> str:
     """SentencePiece slow tokenizers: decode each run of in-vocabulary ids with the tokenizer itself (its decode
     drops a leading or trailing "▁", so the run's own markers say where the spaces go) and splice the copies in; a
-    copy whose "▁" went into another piece of its character (``starts_word``) brings the space itself."""
+    copy whose "▁" went into another piece of its character (`starts_word`) brings the space itself."""
     parts: list[str] = []
     surfaces: list[str] = []
     text = ""
@@ -1109,10 +1109,10 @@ def batch_decode_with_oovs(
     clean_up_tokenization_spaces: bool | None = None,
     oov_spacing_per_example: Sequence[Sequence[Mapping[str, Any]] | None] | None = None,
 ) -> list[str]:
-    """Decode ``(B, L)`` sequences, each with its own OOV table (``oov_words_per_example[b]``) and, optionally, its
-    spacing records (``oov_spacing_per_example[b]``: ``batch["oov_spacing"]``).
+    """Decode `(B, L)` sequences, each with its own OOV table (`oov_words_per_example[b]`) and, optionally, its
+    spacing records (`oov_spacing_per_example[b]`: `batch["oov_spacing"]`).
 
-    See :func:`decode_with_oovs` for the per-sequence rules. Raises ``ValueError`` when the number
+    See `decode_with_oovs` for the per-sequence rules. Raises `ValueError` when the number
     of sequences and of OOV tables (or spacing records) differ.
     """
     if hasattr(sequences, "tolist"):
@@ -1142,10 +1142,10 @@ def batch_decode_with_oovs(
 
 
 def _warn_if_copies_dropped(token_ids: Any, vocab_size: int, *, stacklevel: int = 2) -> int:
-    """Warn when ``token_ids`` hold copied (extended) ids ``>= vocab_size``, which ``tokenizer.decode`` /
-    ``tokenizer.batch_decode`` silently drop in Transformers 5. Returns how many there are (-100 is ignored).
+    """Warn when `token_ids` hold copied (extended) ids `>= vocab_size`, which `tokenizer.decode` /
+    `tokenizer.batch_decode` silently drop in Transformers 5. Returns how many there are (-100 is ignored).
 
-    Call it before a plain ``tokenizer.batch_decode(predictions)`` (e.g. in ``compute_metrics``)."""
+    Call it before a plain `tokenizer.batch_decode(predictions)` (e.g. in `compute_metrics`)."""
     ids = torch.as_tensor(token_ids.tolist() if hasattr(token_ids, "tolist") else token_ids)
     n_copies = int((ids >= vocab_size).sum()) if ids.numel() else 0
     if n_copies:
