@@ -45,7 +45,7 @@ import torch  # noqa: E402
 from hf_pgen import PointerGeneratorForConditionalGeneration  # noqa: E402
 
 from .measure_models import decoding_step_states, time_steps_in_rotation  # noqa: E402
-from .workloads import bart_config, build, make_source, marian_config  # noqa: E402
+from .workloads import CHECKPOINTS, SIZES, build, make_source, model_config  # noqa: E402
 
 _OTHER_PACKAGE = "hf_pgen_against"
 
@@ -68,9 +68,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", default="HEAD", help="git revision to compare the working tree with")
     parser.add_argument(
-        "--size", default="small", choices=["small", "medium", "opus-mt"],
-        help="BART shapes of benchmarks.workloads.SIZES, or opus-mt: Helsinki-NLP/opus-mt-en-de's Marian shape "
-        "(d_model 512, 6 + 6 layers, vocabulary 58,101; --vocab is ignored), built from a config",
+        "--size", default="small", choices=[*SIZES, *CHECKPOINTS],
+        help="BART shapes of benchmarks.workloads.SIZES, or a checkpoint's shape (opus-mt: Helsinki-NLP/opus-mt-en-de's "
+        "Marian; t5-small; bart-base; --vocab is ignored), built from a config",
     )
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--beams", type=int, default=1, help="rows per source, laid out as beam search lays them")
@@ -83,10 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="time generate() of N new tokens (--steps calls per model) instead of one step")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    if args.size == "opus-mt":
-        config = marian_config(args.source_length)
-    else:
-        config = bart_config(args.size, args.vocab, args.source_length)
+    config = model_config(args.size, args.vocab, args.source_length)
 
     rounds = []  # per round: {name: median seconds}
     with tempfile.TemporaryDirectory() as folder:

@@ -17,7 +17,7 @@ import torch
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from .harness import PeakMemory, interleaved, log, paired_ratio, summary, sync
-from .workloads import UNK, bart_config, build, make_labels, make_source
+from .workloads import UNK, build, make_labels, make_source, model_config
 
 __all__ = ["bench_decoding_step", "bench_generation", "bench_training"]
 
@@ -29,7 +29,8 @@ def bench_training(size: str, length: int, vocab: int, args: Any) -> dict:
     """One training step (forward + backward + AdamW step + zero_grad) of each model at batch `args.batch`, source
     = target length `length`: wall time per step, and the peak memory from model construction through the warm-up
     steps."""
-    config = bart_config(size, vocab, length)
+    config = model_config(size, vocab, length)
+    vocab = config.vocab_size  # a checkpoint's shape brings its own
     input_ids, extended = make_source(args.batch, length, vocab, seed=1)
     labels = make_labels(extended, length, vocab, seed=1)
     dev = args.device
@@ -91,8 +92,9 @@ def bench_generation(size: str, args: Any) -> list[dict]:
 
     With `args.control`, a second copy of the base (same weights, its own memory) is timed in the same rotation and
     its ratio to the base reported: what the instrument reads when nothing differs, in this very run."""
-    vocab, source_len, new_tokens = args.gen_vocab, args.gen_source_length, args.new_tokens
-    config = bart_config(size, vocab, source_len)
+    source_len, new_tokens = args.gen_source_length, args.new_tokens
+    config = model_config(size, args.gen_vocab, source_len)
+    vocab = config.vocab_size  # a checkpoint's shape brings its own
     dev = args.device
     models = {kind: build(kind, config, dev).eval() for kind in ("base", "pg")}
     if args.control:
@@ -204,8 +206,9 @@ def bench_decoding_step(size: str, args: Any) -> list[dict]:
     forward of a step, with `args.step_repeats` samples per model instead of a few whole generate() calls.
     Diagnostic: no target.
     """
-    vocab, source_len = args.gen_vocab, args.gen_source_length
-    config = bart_config(size, vocab, source_len)
+    source_len = args.gen_source_length
+    config = model_config(size, args.gen_vocab, source_len)
+    vocab = config.vocab_size
     dev = args.device
     models = {kind: build(kind, config, dev).eval() for kind in ("base", "pg")}
     results = []

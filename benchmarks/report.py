@@ -82,14 +82,24 @@ def _training(report: dict, targets: dict) -> list[str]:
     return lines + [""]
 
 
+def _generation_target(size: str, targets: dict) -> float:
+    # The checkpoints' shapes carry issue 29's target; the BART sizes (small, medium) the older, looser one.
+    return targets["generation"] if size in ("small", "medium") else targets.get("generation_checkpoints", 0.97)
+
+
 def _generation(report: dict, targets: dict) -> list[str]:
     g0 = report["generation"][0]
     control = "control_ratio" in g0
+    vocabs = {r["vocab"] for r in report["generation"]}
+    vocab = f"vocab {g0['vocab'] // 1024}K" if len(vocabs) == 1 else "each shape's own vocabulary"
+    wanted = {_generation_target(r["size"], targets) for r in report["generation"]}
+    target = f">= {wanted.pop()}" if len(wanted) == 1 else (
+        f">= {targets['generation']} (BART shapes), >= {_generation_target('', targets)} (checkpoints)")
     lines = [
         f"## Generation (KV cache, {g0['new_tokens']} new tokens forced with min_new_tokens = max_new_tokens, "
-        f"source length {g0['source_length']} with 5% OOV words, vocab {g0['vocab'] // 1024}K)",
+        f"source length {g0['source_length']} with 5% OOV words, {vocab})",
         "",
-        f"Target tokens/s = batch x new tokens / wall time. Target: throughput ratio >= {targets['generation']}.",
+        f"Target tokens/s = batch x new tokens / wall time. Target: throughput ratio {target}.",
         "",
     ]
     if control:
@@ -108,7 +118,7 @@ def _generation(report: dict, targets: dict) -> list[str]:
         row = (
             f"| {r['size']} | {r['batch']} | {r['num_beams']} | {b['median']:.0f} {_spread(b, digits=0)} | "
             f"{p['median']:.0f} {_spread(p, digits=0)} | {ratio['median']:.3f} {_spread(ratio)} "
-            f"{_verdict(ratio['median'], targets['generation'], True)} |"
+            f"{_verdict(ratio['median'], _generation_target(r['size'], targets), True)} |"
         )
         if control:
             row += f" {r['control_ratio']['median']:.3f} {_spread(r['control_ratio'])} |"
@@ -409,7 +419,8 @@ def _panels(report: dict) -> list[tuple]:
     if report.get("generation"):
         labels = [f"{r['size']}\nb{r['batch']} beam{r['num_beams']}" for r in report["generation"]]
         panels.append(("Generation throughput (PG / base)", labels,
-                       [r["throughput_ratio"] for r in report["generation"]], targets["generation"], True))
+                       [r["throughput_ratio"] for r in report["generation"]],
+                       _generation_target(report["generation"][0]["size"], targets), True))
     if report.get("step"):
         labels = [f"{r['size']}\nb{r['batch']} beam{r['num_beams']}" for r in report["step"]]
         panels.append(("One decoding step, base time / PG time", labels,

@@ -12,23 +12,26 @@ import torch
 from transformers import (
     AutoModelForSeq2SeqLM,
     BartConfig,
-    BartForConditionalGeneration,
     MarianConfig,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
+    T5Config,
 )
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, find_protected_spans
 from hf_pgen.mixture_pointer_generator import num_oov_slots
 
 __all__ = [
+    "CHECKPOINTS",
     "SIZES",
     "UNK",
     "bart_config",
     "build",
+    "checkpoint_config",
     "make_labels",
     "make_source",
-    "marian_config",
+    "model_config",
     "mixture_inputs",
     "protection_workload",
 ]
@@ -38,6 +41,8 @@ SIZES = {
     "small": (256, 3, 4, 1024),
     "medium": (512, 6, 8, 2048),
 }
+# The checkpoints users wrap, as shapes (`checkpoint_config`): where the generation and training targets apply.
+CHECKPOINTS = ("opus-mt", "t5-small", "bart-base")
 UNK = 3
 
 
@@ -58,28 +63,51 @@ def bart_config(size: str, vocab: int, max_len: int, **special_ids: int) -> Bart
     )
 
 
-def marian_config(max_len: int) -> MarianConfig:
-    """Helsinki-NLP/opus-mt-en-de's shape (d_model 512, 6 + 6 layers, 8 heads, ffn 2048, vocabulary 58,101, tied
-    embeddings, static positions), randomly initialised: the size most users wrap, built from a config (no download)."""
-    return MarianConfig(
-        vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
-        decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048, scale_embedding=True,
-        max_position_embeddings=max(512, max_len + 8), pad_token_id=58100, decoder_start_token_id=58100,
-        eos_token_id=0, unk_token_id=UNK,
-    )
+def checkpoint_config(name: str, max_len: int) -> PretrainedConfig:
+    """The shape of a checkpoint users wrap (`CHECKPOINTS`), randomly initialised, built from a config (no download):
+
+    * `opus-mt`: Helsinki-NLP/opus-mt-en-de's Marian (d_model 512, 6 + 6 layers, 8 heads, ffn 2048, vocabulary 58,101,
+      tied embeddings, static positions);
+    * `t5-small`: d_model 512, 6 + 6 layers, 8 heads, ffn 2048, relative positions, vocabulary 32,128;
+    * `bart-base`: d_model 768, 6 + 6 layers, 12 heads, ffn 3072, vocabulary 50,265.
+
+    The unknown token is `UNK` in all three (the synthetic sources put it at their OOV words).
+    """
+    if name == "opus-mt":
+        return MarianConfig(
+            vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+            decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048, scale_embedding=True,
+            max_position_embeddings=max(512, max_len + 8), pad_token_id=58100, decoder_start_token_id=58100,
+            eos_token_id=0, unk_token_id=UNK,
+        )
+    if name == "t5-small":
+        return T5Config(
+            vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_heads=8, pad_token_id=0,
+            eos_token_id=1, decoder_start_token_id=0, unk_token_id=UNK,
+        )
+    if name == "bart-base":
+        return BartConfig(
+            vocab_size=50265, d_model=768, encoder_layers=6, decoder_layers=6, encoder_attention_heads=12,
+            decoder_attention_heads=12, encoder_ffn_dim=3072, decoder_ffn_dim=3072,
+            max_position_embeddings=max(1024, max_len + 8), unk_token_id=UNK,
+        )
+    raise ValueError(f"unknown checkpoint shape {name!r}; choose from {', '.join(CHECKPOINTS)}")
+
+
+def model_config(size: str, vocab: int, max_len: int) -> PretrainedConfig:
+    """A BART shape of `SIZES[size]` over `vocab` words, or a checkpoint's shape (`CHECKPOINTS`, its own vocabulary)."""
+    return bart_config(size, vocab, max_len) if size in SIZES else checkpoint_config(size, max_len)
 
 
 def build(
-    kind: str, config: BartConfig | MarianConfig, device: str, seed: int = 0, wrapper: type = PointerGeneratorForConditionalGeneration,
+    kind: str, config: PretrainedConfig, device: str, seed: int = 0, wrapper: type = PointerGeneratorForConditionalGeneration,
     **copy_settings,
 ) -> PreTrainedModel:
-    """`"base"`: the plain BART (or Marian, for a `marian_config`); `"pg"`: the pointer-generator around it (default
-    copy settings, or `copy_settings`). Same seed, same base weights. `wrapper`: the copy model's class
-    (`benchmarks.ab_step` passes another revision's)."""
+    """`"base"`: the config's plain model (BART, Marian, T5); `"pg"`: the pointer-generator around it (default copy
+    settings, or `copy_settings`). Same seed, same base weights. `wrapper`: the copy model's class (`benchmarks.ab_step`
+    passes another revision's)."""
     torch.manual_seed(seed)
-    model = BartForConditionalGeneration(config) if isinstance(config, BartConfig) else (
-        AutoModelForSeq2SeqLM.from_config(config)
-    )
+    model = AutoModelForSeq2SeqLM.from_config(config)
     if kind == "pg":
         model = wrapper.from_base(model, unk_token_id=config.unk_token_id, **copy_settings)
     return model.to(device)
