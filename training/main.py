@@ -538,9 +538,13 @@ def terminology_goals(systems: list[dict], sig: dict) -> list[dict]:
     if not guaranteed:
         return goals
     lowest = min(guaranteed, key=lambda s: s["metrics"]["term_success_rate"])
+    # A term whose source term lies past the cut of a long source is one the model never read: shown apart.
+    whole = [s["metrics"].get("term_success_rate_read_whole") for s in guaranteed]
+    read_whole = (f"; on the sources the models read whole, lowest {min(whole):.3f}"
+                  if all(w is not None for w in whole) else "")
     goals.append({"goal": "guaranteed terms: TSR 1.000 for every system", "met": all(
         s["metrics"]["term_success_rate"] == 1.0 for s in guaranteed),
-        "detail": f"lowest {lowest['metrics']['term_success_rate']:.3f} ({lowest['name']})"})
+        "detail": f"lowest {lowest['metrics']['term_success_rate']:.3f} ({lowest['name']}){read_whole}"})
     drops = [(s["metrics"]["chrf"] - by_name[s["model_of"]]["metrics"]["chrf"], s["name"]) for s in guaranteed]
     worst = min(drops)
     goals.append({"goal": "guaranteed terms: chrF not more than 1 below the same model without terms",
@@ -681,8 +685,11 @@ def main(argv: list[str] | None = None) -> dict:
         metrics["term_success_rate"] = term_success_rate(sources, predictions, test_terms)
         if system.tokenizer is not None:  # the sources the model read whole: what protection can vouch for
             whole = read_whole[system.tokenizer]
+            read = [i for i, w in enumerate(whole) if w]
             metrics.update(sources_truncated=whole.count(False), placeholders_kept_read_whole=placeholder_preservation(
-                [s for s, w in zip(sources, whole) if w], [p for p, w in zip(predictions, whole) if w]))
+                [sources[i] for i in read], [predictions[i] for i in read]), term_success_rate_read_whole=(
+                term_success_rate([sources[i] for i in read], [predictions[i] for i in read],
+                                  [test_terms[i] for i in read])))
         result = results.get(system.name, {})
         metrics.update(
             mean_p_gen=result.get("predict_mean_p_gen"),
