@@ -507,9 +507,10 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     prefix = data_args.source_prefix or ""
     unk_id, pad_id = tokenizer.unk_token_id, tokenizer.pad_token_id
 
-    # What the model reads with --glossary (the annotation written in): the Trainer checks every row against it.
-    reader = PointerGeneratorProcessor(tokenizer, vocab_size, getattr(model.config, "glossary_annotation", None),
-                                       copies=copy)
+    # What the model reads with --glossary (the annotation written in): the Trainer checks every row against it. A
+    # plain model without an annotation reads its sources as they are.
+    annotation = getattr(model.config, "glossary_annotation", None)
+    reader = PointerGeneratorProcessor(tokenizer, vocab_size, annotation, copies=copy) if copy or annotation else None
 
     def preprocess(batch, max_target_length, annotate):
         sources = [prefix + s for s in batch["source"]]
@@ -558,8 +559,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             dataset = raw_splits[split].map(
                 preprocess, batched=True,
                 fn_kwargs={"max_target_length": max_target_length,
-                           "annotate": (split != "train" and glossary is not None)
-                                       or (split == "test" and per_example_terms is not None)},
+                           "annotate": reader is not None and ((split != "train" and glossary is not None)
+                                                               or (split == "test" and per_example_terms is not None))},
                 num_proc=data_args.preprocessing_num_workers, load_from_cache_file=not data_args.overwrite_cache,
                 desc=f"Running tokenizer on {description} dataset",
             )  # keeps "source" / "target": compute_metrics reads them back by example index
