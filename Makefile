@@ -41,7 +41,7 @@ browser:
 
 test: setup $(VENV_523)/.installed browser
 	$(VENV)/bin/python -m pytest -q --durations=15
-	$(VENV_523)/bin/python -m pytest -q tests/test_modeling.py tests/test_configuration.py tests/test_modeling_upstream.py tests/test_tokenization.py tests/test_processing.py tests/test_data_collator.py tests/test_pipeline.py
+	$(VENV_523)/bin/python -m pytest -q tests/test_modeling.py tests/test_layers.py tests/test_configuration.py tests/test_modeling_upstream.py tests/test_tokenization.py tests/test_processing.py tests/test_data_collator.py tests/test_pipeline.py
 
 # model_card.md: an example of the card every run_translation run writes (hf_pgen.modelcard's one template), from a
 # short run of the main job's word-level pointer-generator recipe (about 5 minutes on one CPU core).
