@@ -62,8 +62,8 @@ from .workloads import CHECKPOINTS, SIZES, model_config  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
-# Generation >= 0.95x the base (>= 0.97x at the checkpoints' shapes: opus-mt, t5-small, bart-base), training time and memory no worse than 1.05x and 1.03x; protected generation no
-# slower than 1.10x unprotected; the copy step >= 100x faster than the loop reference. A trained model on held-out
+# Generation >= 0.95x the base (>= 0.97x at the checkpoints' shapes: opus-mt, t5-small, bart-base), training time
+# and memory no worse than 1.05x and 1.03x; protected generation no slower than 1.10x unprotected; the copy step >= 100x faster than the loop reference. A trained model on held-out
 # messages: protected decoding <= 1.10x the time, outputs within 5% of the unprotected length, chrF not lower
 # (protection_chrf: the least chrF difference, with - without).
 TARGETS = {

@@ -573,7 +573,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="Runs side by side (default: two per core, at most the number of trained systems); each "
                              "uses one torch thread.")
     parser.add_argument("--no_ablations", dest="ablations", action="store_false",
-                        help="Leave out the rows of each copy lever alone (issue 31): 8 of the 14 trained systems.")
+                        help="Leave out the rows of each copy lever alone (issue 31): 8 of the 15 trained systems.")
     parser.add_argument("--reuse_predictions", action="store_true",
                         help="Reuse every run whose folder already holds its predictions and results (a finished "
                              "earlier run of the same code), running only the missing ones, e.g. systems added since.")
