@@ -5,7 +5,8 @@ import pytest
 
 from training.main import RECIPE_LEVERS, SYSTEMS, copy_goals, evaluate_goals, terminology_goals, unseen_terms_kept
 
-RECIPE = {name: f"{name}-{'-'.join(RECIPE_LEVERS)}" for name in ("pgen-word", "pgen-subword")}
+RECIPE = {name: f"{name}-{'-'.join(RECIPE_LEVERS[kind])}" for name, kind in (("pgen-word", "wordlevel"),
+                                                                              ("pgen-subword", "unigram"))}
 
 
 def _systems(**kept):
@@ -104,6 +105,8 @@ def test_copy_goals_take_the_best_model_per_vocabulary_and_flag_a_lever_that_cos
     assert levers["detail"] == f"checked {RECIPE['pgen-word']}, {RECIPE['pgen-subword']}"
     single = next(s for s in systems if s["name"] == "pgen-word-cov")
     single["metrics"]["chrf"] = 0.0  # a single-lever row is measured, not judged
+    with_copy_next = next(s for s in systems if s["name"] == "pgen-subword-sr-cn-ca")
+    with_copy_next["metrics"]["chrf"] = 0.0  # nor is the unigram recipe with copy-next added back
     assert copy_goals(systems, _significance(systems))[-1]["met"]
     worse = next(s for s in systems if s["name"] == RECIPE["pgen-subword"])
     worse["metrics"]["chrf"] = 0.0

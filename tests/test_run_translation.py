@@ -101,7 +101,7 @@ def test_model_folder_reloads_and_translates(runs, name, class_name):
     model = AutoModelForSeq2SeqLM.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     assert type(model).__name__ == class_name
-    if name == "copy":  # the script's defaults since issue 31
+    if name == "copy":  # the script's defaults since issue 31, for a word-level tokenizer
         assert model.config.selective_read and model.config.copy_next
     assert model.config.vocab_size == len(tokenizer) <= 600  # min_frequency 2 on 200 pairs: fewer words
     assert model.generation_config.max_length == 12
@@ -318,11 +318,16 @@ def test_lengths_beyond_the_positions_are_refused_before_any_work(runs, tmp_path
 def test_label_smoothing_and_a_tokenizer_without_oov_words(tmp_path, caplog):
     """--label_smoothing_factor trains the copy model (through the model's own support-aware loss: the stock one
     would be inf); a byte-level BPE tokenizer gets a notice that nothing is out of its vocabulary."""
+    from transformers import AutoConfig
+
     caplog.set_level(logging.WARNING, logger="training.run_translation")
     results = run_translation.main(tiny_args(tmp_path / "ls", "--label_smoothing_factor", "0.1", "--tokenizer_type",
                                              "bpe", "--do_predict", "false", steps=4, save_steps=4))
     assert torch.isfinite(torch.tensor([results["train_loss"], results["eval_loss"]])).all()
     assert results["settings"]["label_smoothing_factor"] == 0.1
+    # The script's copy-next default follows the tokenizer: off for subwords (the word-level run has it on).
+    config = AutoConfig.from_pretrained(tmp_path / "ls")
+    assert config.selective_read and not config.copy_next
     assert any("No source word of the train data is out of the tokenizer's vocabulary" in r.message
                for r in caplog.records)
 
@@ -343,10 +348,15 @@ def test_copy_settings_are_the_config_fields():
     config = model.config
     assert (config.pointer, config.pointer_layer, config.pointer_heads, config.coverage, config.coverage_weight,
             config.force_p_gen, config.p_gen_bias_init) == ("cross_attention", 0, [0, 1], True, 0.5, 0.25, 10.0)
-    assert config.selective_read and config.copy_next  # on by default in the script, off in the config
+    assert config.selective_read  # on by default in the script, off in the config
     assert not PointerGeneratorConfig(base_config=tiny_base("bart").config).selective_read
-    _, copy_args, _, _ = run_translation.parse_args(tiny_args("out") + ["--selective_read", "false", "--no_copy_next"])
+    # copy-next left unset is decided from the tokenizer by build_model (word-level: on, subwords: off).
+    assert "copy_next" not in run_translation.copy_settings(copy_args)
+    _, copy_args, _, _ = run_translation.parse_args(tiny_args("out") + ["--selective_read", "false", "--copy_next",
+                                                                        "false"])
     assert not any(run_translation.copy_settings(copy_args)[k] for k in ("selective_read", "copy_next"))
+    _, copy_args, _, _ = run_translation.parse_args(tiny_args("out") + ["--copy_next"])  # bare: true
+    assert run_translation.copy_settings(copy_args)["copy_next"] is True
     with pytest.raises(SystemExit):  # the config's Literal becomes the flag's choices
         run_translation.parse_args(tiny_args("out") + ["--pointer", "nearest"])
 

@@ -118,9 +118,18 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
     settings = dict(copy_settings)
     if from_scratch:
         settings.setdefault("p_gen_bias_init", 0.0)  # a random base has nothing worth preserving: start at 50/50
+    # Copy-next helps where a word is one token (the main job's word-level model: unseen terms kept 63.6% -> 70.7%);
+    # beside selective read on unigram subwords it cost about 2 chrF in two seeds (p 0.001) and bought no copying.
+    settings.setdefault("copy_next", _one_token_per_word(tokenizer))
     model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id, **settings)
     model.generation_config = generation
     return model
+
+
+def _one_token_per_word(tokenizer) -> bool:
+    """Whether `tokenizer` is word-level (a word-level `tokenizers` model): subword and SentencePiece ones are not."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    return backend is not None and type(backend.model).__name__ == "WordLevel"
 
 
 def set_language_codes(tokenizer, model, data_args) -> None:

@@ -141,12 +141,16 @@ class ModelArguments:
 # label smoothing (`--label_smoothing_factor` goes to the model's own loss through PointerGeneratorSeq2SeqTrainer).
 _NOT_COPY_SETTINGS = {"base_config", "is_encoder_decoder", "tie_word_embeddings", "label_smoothing", "pad_token_id",
                       "bos_token_id", "eos_token_id", "decoder_start_token_id", "unk_token_id"}
-_LEVER_NOTE = (" On by default in this script (the main job measured it: docs/main-job/README.md); it starts at zero, "
-               "so a wrapped checkpoint still generates exactly as before training. --{} false turns it off.")
+_STARTS_AT_ZERO = (" It starts at zero, so a wrapped checkpoint still generates exactly as before training; --{} false "
+                   "turns it off (docs/main-job/README.md has the measurements).")
 _SCRIPT_DEFAULTS = {"p_gen_bias_init": (float | None, None, " Default: the config's 10.0 when wrapping a pretrained "
                                                             "model, 0.0 for a model trained from scratch."),
-                    "selective_read": (bool, True, _LEVER_NOTE.format("selective_read")),
-                    "copy_next": (bool, True, _LEVER_NOTE.format("copy_next"))}
+                    "selective_read": (bool, True, " On by default in this script." +
+                                       _STARTS_AT_ZERO.format("selective_read")),
+                    # Three states: unset means "decide from the tokenizer" (training/model.py).
+                    "copy_next": (bool | None, None, " Default in this script: on for a word-level tokenizer (a word is "
+                                  "one token), off for subword tokenizers, where the main job measured it costing about "
+                                  "2 chrF beside selective read." + _STARTS_AT_ZERO.format("copy_next"))}
 
 
 def _config_field_help(name: str) -> str:
@@ -180,7 +184,10 @@ def _copy_settings_dataclass() -> type:
         kind, default, note = _SCRIPT_DEFAULTS.get(name, (hints[name], config_field.default, ""))
         default_kwargs = ({"default_factory": config_field.default_factory} if default is dataclasses.MISSING
                           else {"default": default})
-        fields.append((name, kind, field(**default_kwargs, metadata={"help": _config_field_help(name) + note})))
+        metadata = {"help": _config_field_help(name) + note}
+        if kind == bool | None:
+            metadata.update(nargs="?", const=True)  # a bare --copy_next still means true
+        fields.append((name, kind, field(**default_kwargs, metadata=metadata)))
     cls = dataclasses.make_dataclass("PointerGeneratorArguments", fields)
     cls.__doc__ = "The copy mechanism's settings: PointerGeneratorConfig's fields, plus whether to add it at all."
     cls.__module__ = __name__
