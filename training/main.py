@@ -268,7 +268,8 @@ def _run_child(argv: list[str], log_path: str, queue) -> None:
         raise
 
 
-_STEP = re.compile(r"(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]")  # the Trainer's bar, not datasets' (examples/s)
+# The Trainer's bar: unlabelled (not "Writing model shards: ... 1/1") and in it/s (not datasets' examples/s).
+_STEP = re.compile(r"(?:^|\r) *\d+%\|[^|\r\n]*\| *(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]", re.MULTILINE)
 
 
 def _progress(log_path: Path) -> tuple[int, int] | None:
