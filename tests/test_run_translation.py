@@ -739,6 +739,37 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
         run_translation.main(predict_args(model_dir, tmp_path / "y", "--glossary", str(tmp_path / "bad.tsv")))
 
 
+def test_glossary_augmentation_trains_with_the_annotation_the_model_is_saved_with(tmp_path, monkeypatch):
+    """--glossary_annotation with --glossary_augmentation: the training sources are annotated in that format, the
+    one saved in the config (and so applied by the pipeline), not in the default; wrapping a model that reads
+    another format is refused."""
+    from transformers import AutoConfig
+
+    import training.terminology
+
+    dictionary = tmp_path / "dictionary.tsv"
+    dictionary.write_text(DICTIONARY, encoding="utf-8")
+    used, augment = [], training.terminology.augment_with_terms
+
+    def recording(sources, references, index, annotation, **kwargs):
+        used.append(annotation)
+        return augment(sources, references, index, annotation, **kwargs)
+
+    monkeypatch.setattr(training.terminology, "augment_with_terms", recording)
+    model_dir = tmp_path / "replaced"
+    results = run_translation.main(tiny_args(model_dir, "--glossary_augmentation", "--glossary_dictionary",
+                                             str(dictionary), "--glossary_annotation", "{target}",
+                                             "--do_predict", "false", steps=4, save_steps=4))
+    assert results["train_glossary_annotated"] > 0
+    assert used == ["{target}"] and AutoConfig.from_pretrained(model_dir).glossary_annotation == "{target}"
+    with pytest.raises(ValueError, match=r"reads its terms as '\{target\}'"):
+        run_translation.main(["--model_name_or_path", str(model_dir), "--do_train", "--max_steps", "1",
+                              "--max_train_samples", "16", "--glossary_augmentation", "--glossary_dictionary",
+                              str(dictionary), "--glossary_annotation", "{source} <{target}>", "--report_to", "none",
+                              "--output_dir", str(tmp_path / "again")])
+    assert not (tmp_path / "again" / "model.safetensors").exists()
+
+
 def test_glossary_augmentation_trains_a_plain_model_to_read_hints(tmp_path, monkeypatch):
     """Inline annotation (Dinu et al. 2019) needs no copy head: --no_copy_mechanism --glossary_augmentation saves the
     annotation in the plain model's config, and --glossary_mode hint hands generate() the test sources with the terms

@@ -480,26 +480,29 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         raw_splits["train"] = concatenate_datasets(parts)
         data_stats["train"]["augmented"] = len(raw_splits["train"]) - len(train)
 
+    model = build_model(model_args, data_args, tokenizer, trained_tokenizer,
+                        copy_settings(copy_args) if copy else None)
     if data_args.glossary_augmentation and "train" in raw_splits:  # after the tokenizer: it learns real text only
-        from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION
+        from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION, check_annotation
         from training.terminology import TermIndex, augment_with_terms, load_dictionary
 
+        # Train with the annotation the model is saved with, which the pipeline then applies: the model's own (a
+        # wrapped pointer-generator's), else --glossary_annotation, else the default.
+        own, asked = getattr(model.config, "glossary_annotation", None), copy_args.glossary_annotation
+        if own is not None and asked is not None and own != asked:
+            raise ValueError(f"--glossary_annotation {asked!r}, but {model_args.model_name_or_path} reads its terms "
+                             f"as {own!r}: drop the flag, or wrap its base model instead.")
+        annotation = check_annotation(own or asked or DEFAULT_GLOSSARY_ANNOTATION)
+        model.config.glossary_annotation = annotation  # saved: the pipeline applies the same one
         seed = training_args.data_seed if training_args.data_seed is not None else training_args.seed
         train = raw_splits["train"]
         sources, annotated = augment_with_terms(train["source"][:], train["target"][:],
                                                 TermIndex(load_dictionary(data_args.glossary_dictionary)),
-                                                DEFAULT_GLOSSARY_ANNOTATION, seed=seed)
+                                                annotation, seed=seed)
         raw_splits["train"] = train.remove_columns("source").add_column("source", sources)
         data_stats["train"]["glossary_annotated"] = annotated
-        logger.info("Glossary augmentation: dictionary terms annotated in %d of %d training sources.", annotated,
-                    len(sources))
-
-    model = build_model(model_args, data_args, tokenizer, trained_tokenizer,
-                        copy_settings(copy_args) if copy else None)
-    if data_args.glossary_augmentation and getattr(model.config, "glossary_annotation", None) is None:
-        from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION
-
-        model.config.glossary_annotation = DEFAULT_GLOSSARY_ANNOTATION  # saved: the pipeline applies the same one
+        logger.info("Glossary augmentation: dictionary terms annotated in %d of %d training sources (%r).",
+                    annotated, len(sources), annotation)
     set_language_codes(tokenizer, model, data_args)
     check_lengths(model, data_args, training_args)
     vocab_size = model.config.vocab_size  # the output width; extended (copy-only) ids start here
