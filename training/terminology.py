@@ -109,13 +109,17 @@ def augment_with_terms(
 ) -> tuple[list[str], int]:
     """Training sources with supported terms annotated, in `rate` of the pairs that support any (the others stay as
     they are, so the model keeps translating sources without annotation). Returns the sources and how many were
-    annotated."""
+    annotated.
+
+    An annotated pair gets between one and all of its supported terms, as many as a test term base can list: trained
+    on at most two, the main job's model used hints for 86% of the terms of one-term sources but 33% of those of
+    sources with six or more (all terms: 0.745 -> 0.761 and 0.764 overall, with and without copy-next)."""
     rng = random.Random(seed)
     out, annotated = [], 0
     for source, reference in zip(sources, references):
         terms = index.supported(source, reference)
         if terms and rng.random() < rate:
-            chosen = rng.sample(terms, rng.randint(1, min(len(terms), 2)))
+            chosen = rng.sample(terms, rng.randint(1, len(terms)))
             matches = Glossary(dict(chosen)).find(source)
             if matches:
                 source = annotate(source, matches, annotation)[0]
