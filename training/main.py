@@ -28,6 +28,8 @@ in one thing only:
     subword-nocopy-gloss    subword-nocopy trained the same way: inline annotation without a copy head
     <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`), for
                             the systems above but the single-lever rows
+    <recipe>+beam4          each recipe model decoding with beam search (4 beams), nothing protected: a decoding
+                            lever of copying
     <each>+terms            the same model with the test term base guaranteed (`--glossary`, guarantee mode)
     <gloss>+hint            each annotated model reading the test terms, nothing forced (`--glossary_mode hint`)
     <gloss>+random          the same with WMT's "random terms" control: dictionary entries for random words of
@@ -100,11 +102,12 @@ class System:
     protect: bool = False
     terms: str | None = None  # decoding with a term base: "test" or "random" (see terminology_controls)
     glossary_mode: str = "guarantee"
+    beams: int | None = None  # decoding with this many beams instead of the job's --num_beams
     train_args: tuple[str, ...] = ()
 
     @property
     def trained(self) -> bool:
-        return self.tokenizer is not None and not self.protect and self.terms is None
+        return self.tokenizer is not None and not self.protect and self.terms is None and self.beams is None
 
     @property
     def model_of(self) -> str:
@@ -161,11 +164,15 @@ _NOCOPY_GLOSS = System("subword-nocopy-gloss", "no-copy Transformer, unigram sub
                        "annotation", "unigram", copy=False, train_args=("--glossary_augmentation",))
 TRAINED = (_NOCOPY, *_PGEN, *_LEVERED, *ABLATIONS, _GLOSS, _NOCOPY_GLOSS)
 _MAIN = (_NOCOPY, *_PGEN, *_LEVERED)  # decoded again with protected placeholders and on the second held-out set
+BEAMS = 4
 SYSTEMS = (
     System("copy-source", "copy the source verbatim"),
     *[s for t in _MAIN for s in (t, System(t.name + "+protect", t.label + " + protected placeholders",
                                            t.tokenizer, t.copy, protect=True))],
     *ABLATIONS,
+    # Beam search, a decoding lever of copying (issue 31): the recipe models, nothing protected.
+    *[System(t.name + f"+beam{BEAMS}", t.label + f" + beam search ({BEAMS} beams)", t.tokenizer, t.copy, beams=BEAMS)
+      for t in _LEVERED],
     _GLOSS,
     _NOCOPY_GLOSS,
     *[System(t.name + "+terms", t.label + " + test terms guaranteed", t.tokenizer, t.copy, terms="test")
@@ -426,11 +433,12 @@ def score_heldout(sources: list[str], references: list[str], train_texts: list[s
     terms = unseen_terms(sources, train_texts)
     outputs = {"copy-source": sources}
     outputs |= {s.name: read_predictions(out / HELDOUT_SPLIT / s.name) for s in HELDOUT_SYSTEMS}
-    labels = {s.name: s.label for s in SYSTEMS}
-    systems = [{"name": name, "label": labels[name], "protect": name.endswith("+protect"),
+    labels, beams = {s.name: s.label for s in SYSTEMS}, {s.name: s.beams for s in SYSTEMS}
+    systems = [{"name": name, "label": labels[name], "protect": name.endswith("+protect"), "beams": beams.get(name),
                 "metrics": score(sources, references, predictions, terms)} for name, predictions in outputs.items()]
     sig = significance(references, outputs, baseline="copy-source")
-    best = max((s for s in systems if s["name"].startswith("pgen")), key=lambda s: s["metrics"]["chrf"])
+    best = max((s for s in systems if s["name"].startswith("pgen") and not s["beams"]),  # the job's own decoding
+               key=lambda s: s["metrics"]["chrf"])
     goals = []
     for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
         c = sig["comparisons"][best["name"]]["copy-source"][metric]
@@ -456,8 +464,9 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     on placeholders kept, where both decode without protection.
     """
     by_name = {s["name"]: s for s in systems}
-    # The term rows read terms taken from the references: they are measured on their own (terminology_goals).
-    systems = [s for s in systems if s["name"] not in _TERM_SYSTEMS]
+    # The term rows read terms taken from the references: they are measured on their own (terminology_goals). The
+    # beam-search rows are a lever of copying (copy_goals): here every system decodes the job's way.
+    systems = [s for s in systems if s["name"] not in _TERM_SYSTEMS and not s.get("beams")]
     best = max((s for s in systems if s["name"].startswith("pgen")), key=lambda s: s["metrics"]["chrf"])
     base = by_name["subword-nocopy+protect" if best["protect"] else "subword-nocopy"]
     floor = by_name["copy-source"]
@@ -662,12 +671,14 @@ def main(argv: list[str] | None = None) -> dict:
     jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams,
                                     ("--glossary", str(term_files[s.terms]), "--glossary_mode", s.glossary_mode))
               + ["--output_dir", str(out / s.name)], s.model_of) for s in chosen if s.terms]
+    jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, s.beams, ())
+              + ["--output_dir", str(out / s.name)], s.model_of) for s in chosen if s.beams]
     # Every system but the term rows again on the second held-out set, after its model is trained.
     from hf_pgen.corpus import CORPUS_DIR
 
     (out / HELDOUT_SPLIT).mkdir(exist_ok=True)
     jobs += [(f"{HELDOUT_SPLIT}/{s.name}",
-              decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams,
+              decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, s.beams or args.num_beams,
                             ("--protect", "placeholders") if s.protect else ())
               + ["--test_file", str(CORPUS_DIR / f"{HELDOUT_SPLIT}.jsonl.gz"),
                  "--output_dir", str(out / HELDOUT_SPLIT / s.name)], s.model_of)
@@ -719,6 +730,7 @@ def main(argv: list[str] | None = None) -> dict:
         history = json.loads(state.read_text())["log_history"] if system.trained and state.is_file() else None
         systems.append({"name": system.name, "label": system.label, "trained": system.trained,
                         "protect": system.protect, "terms": system.terms, "glossary_mode": system.glossary_mode,
+                        "beams": system.beams,
                         "model_of": system.model_of, "metrics": metrics, "log_history": history})
     sig = significance(references, outputs, baseline="copy-source")
     second = score_heldout([p["en"] for p in heldout], [p["de"] for p in heldout], train_texts, out)
@@ -739,7 +751,7 @@ def main(argv: list[str] | None = None) -> dict:
     }
 
     # -- a few unseen test messages through the pipeline, with their copy records --
-    best = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"]
+    best = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"] and not s.get("beams")
                 and s["name"] not in _TERM_SYSTEMS), key=lambda s: s["metrics"]["chrf"])
     t0 = time.perf_counter()
     comparison["pipeline_examples"] = translate_examples(out / best["name"], sources, references, outputs,
