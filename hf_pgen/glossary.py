@@ -14,10 +14,11 @@ An entry *applies* where its source term occurs in the text as whole words (case
 `%(date)s` is a name the code uses, not a word to translate). Two steps use the matches:
 
 - *Annotation* (models trained with it: `config.glossary_annotation`, set by `run_translation
-  --glossary_augmentation`): each match is rewritten with the annotation format, `"{source} [ {target} ]"` by
-  default (`storage` -> `storage [ Speicher ]`), so the model reads the prescribed term and a copy model copies it
-  (Dinu et al. 2019, Song et al. 2019). The spaces inside the brackets keep the term's tokens the ones it has after a
-  word, as in the output.
+  --glossary_augmentation`): each match is rewritten with the model's annotation format, so the model reads the
+  prescribed term and a copy model copies it. `"{target}"` writes the target term in place of the source term (`storage`
+  -> `Speicher`: Song et al. 2019's code-switching, what run_translation trains with); `"{source} [ {target} ]"`
+  (`DEFAULT_GLOSSARY_ANNOTATION`) keeps the source term before it (`storage [ Speicher ]`: Dinu et al. 2019). The
+  spaces inside the brackets keep the term's tokens the ones it has after a word, as in the output.
 - *Guarantee* (`glossary_mode="guarantee"`, the default): each applied entry's target term comes out verbatim, as
   often as its source term occurs, by the protected-spans engine (`hf_pgen.protection_pointer_generator`): the model
   still chooses where. With `glossary_mode="hint"` nothing is forced (annotation only; needs an annotated model).

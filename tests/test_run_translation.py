@@ -696,7 +696,8 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
     model; --glossary then places each test source's terms in its prediction, as often as the source term occurs."""
     from transformers import AutoConfig
 
-    from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION, Glossary, apply_glossaries
+    from hf_pgen.glossary import Glossary, apply_glossaries
+    from training.terminology import TRAINING_ANNOTATION
 
     dictionary = tmp_path / "dictionary.tsv"
     dictionary.write_text(DICTIONARY, encoding="utf-8")
@@ -704,7 +705,7 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
     results = run_translation.main(tiny_args(model_dir, "--glossary_augmentation", "--glossary_dictionary",
                                              str(dictionary)))
     assert results["train_glossary_annotated"] > 0
-    assert AutoConfig.from_pretrained(model_dir).glossary_annotation == DEFAULT_GLOSSARY_ANNOTATION
+    assert AutoConfig.from_pretrained(model_dir).glossary_annotation == TRAINING_ANNOTATION == "{target}"
     out = tmp_path / "predicted"
     run_translation.main(predict_args(model_dir, out, "--glossary", str(dictionary), "--max_target_length", "32",
                                       "--max_source_length", "40"))
@@ -756,13 +757,14 @@ def test_glossary_augmentation_trains_with_the_annotation_the_model_is_saved_wit
         return augment(sources, references, index, annotation, **kwargs)
 
     monkeypatch.setattr(training.terminology, "augment_with_terms", recording)
-    model_dir = tmp_path / "replaced"
+    model_dir = tmp_path / "appended"  # Dinu et al.'s format, not the script's default
     results = run_translation.main(tiny_args(model_dir, "--glossary_augmentation", "--glossary_dictionary",
-                                             str(dictionary), "--glossary_annotation", "{target}",
+                                             str(dictionary), "--glossary_annotation", "{source} [ {target} ]",
                                              "--do_predict", "false", steps=4, save_steps=4))
     assert results["train_glossary_annotated"] > 0
-    assert used == ["{target}"] and AutoConfig.from_pretrained(model_dir).glossary_annotation == "{target}"
-    with pytest.raises(ValueError, match=r"reads its terms as '\{target\}'"):
+    assert used == ["{source} [ {target} ]"]
+    assert AutoConfig.from_pretrained(model_dir).glossary_annotation == "{source} [ {target} ]"
+    with pytest.raises(ValueError, match=r"reads its terms as '\{source\} \[ \{target\} \]'"):
         run_translation.main(["--model_name_or_path", str(model_dir), "--do_train", "--max_steps", "1",
                               "--max_train_samples", "16", "--glossary_augmentation", "--glossary_dictionary",
                               str(dictionary), "--glossary_annotation", "{source} <{target}>", "--report_to", "none",
@@ -776,7 +778,7 @@ def test_glossary_augmentation_trains_a_plain_model_to_read_hints(tmp_path, monk
     written in exactly as the processor writes them, forcing nothing."""
     from transformers import AutoConfig, AutoTokenizer, BartForConditionalGeneration
 
-    from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION
+    from training.terminology import TRAINING_ANNOTATION
 
     dictionary = tmp_path / "dictionary.tsv"
     dictionary.write_text(DICTIONARY, encoding="utf-8")
@@ -785,9 +787,9 @@ def test_glossary_augmentation_trains_a_plain_model_to_read_hints(tmp_path, monk
                                              "--glossary_dictionary", str(dictionary)))
     assert results["train_glossary_annotated"] > 0
     config = AutoConfig.from_pretrained(model_dir)
-    assert config.model_type == "bart" and config.glossary_annotation == DEFAULT_GLOSSARY_ANNOTATION
+    assert config.model_type == "bart" and config.glossary_annotation == TRAINING_ANNOTATION
     processor = PointerGeneratorProcessor.from_pretrained(model_dir)
-    assert processor.glossary_annotation == DEFAULT_GLOSSARY_ANNOTATION  # read from a plain BART config
+    assert processor.glossary_annotation == TRAINING_ANNOTATION  # read from a plain BART config
 
     read, generate = [], BartForConditionalGeneration.generate
 

@@ -296,7 +296,9 @@ class DataTrainingArguments:
                           "term in the reference) into about half of the training sources, so that the model learns "
                           "to use annotated terms (a pointer-generator copies them; a plain model, with "
                           "--no_copy_mechanism, spells them); saves the annotation format in the config "
-                          "(glossary_annotation), which the pipeline then applies (training/terminology.py)."},
+                          "(glossary_annotation), which the pipeline then applies (training/terminology.py). The "
+                          "format: --glossary_annotation, by default '{target}' (the target term in place of the "
+                          "source term; '{source} [ {target} ]' keeps both)."},
     )
     glossary_dictionary: str = field(
         default="/usr/share/dictd/freedict-eng-deu.dict.dz",
@@ -483,16 +485,16 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
     model = build_model(model_args, data_args, tokenizer, trained_tokenizer,
                         copy_settings(copy_args) if copy else None)
     if data_args.glossary_augmentation and "train" in raw_splits:  # after the tokenizer: it learns real text only
-        from hf_pgen.glossary import DEFAULT_GLOSSARY_ANNOTATION, check_annotation
-        from training.terminology import TermIndex, augment_with_terms, load_dictionary
+        from hf_pgen.glossary import check_annotation
+        from training.terminology import TRAINING_ANNOTATION, TermIndex, augment_with_terms, load_dictionary
 
         # Train with the annotation the model is saved with, which the pipeline then applies: the model's own (a
-        # wrapped pointer-generator's), else --glossary_annotation, else the default.
+        # wrapped pointer-generator's), else --glossary_annotation, else the target term in place of the source's.
         own, asked = getattr(model.config, "glossary_annotation", None), copy_args.glossary_annotation
         if own is not None and asked is not None and own != asked:
             raise ValueError(f"--glossary_annotation {asked!r}, but {model_args.model_name_or_path} reads its terms "
                              f"as {own!r}: drop the flag, or wrap its base model instead.")
-        annotation = check_annotation(own or asked or DEFAULT_GLOSSARY_ANNOTATION)
+        annotation = check_annotation(own or asked or TRAINING_ANNOTATION)
         model.config.glossary_annotation = annotation  # saved: the pipeline applies the same one
         seed = training_args.data_seed if training_args.data_seed is not None else training_args.seed
         train = raw_splits["train"]

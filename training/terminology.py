@@ -24,6 +24,12 @@ from hf_pgen.glossary import Glossary, annotate
 from hf_pgen.placeholders import placeholder_spans
 
 FREEDICT_ENG_DEU = "/usr/share/dictd/freedict-eng-deu.dict.dz"
+# The annotation `--glossary_augmentation` trains with: the target term in place of the source term (Song et al.
+# 2019's code-switching, which they paired with a pointer network). Against Dinu et al.'s append format, `"{source} [
+# {target} ]"` (the library's DEFAULT_GLOSSARY_ANNOTATION), on the main job's glossary model, seeds 42 / 43: hint TSR
+# 0.789 / 0.773 against 0.764 / 0.778, BLEU with hints 36.9 / 36.6 against 34.0 / 33.2, chrF 44.5 / 45.1 against
+# 42.2 / 41.7.
+TRAINING_ANNOTATION = "{target}"
 _HEADWORD = re.compile(r"^(?P<term>[^\n/{}]+?) /[^/\n]*/\n(?P<targets>[^\n]+)", re.MULTILINE)
 _TAGS = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)")
 
