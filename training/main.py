@@ -22,9 +22,10 @@ in one thing only:
     pgen-*-sr, -cn, -cov, -ca   each with one lever alone, at the same budget: what each buys
     pgen-subword-sr-cn-ca   the unigram recipe with copy-next added back: what it costs there (--no_ablations
                             leaves these 9 out)
-    pgen-subword-gloss      pgen-subword with selective read, trained with --glossary_augmentation (one to all
-                            supported dictionary terms annotated in half of the training sources that support any):
-                            without terms at test time, WMT's "no terms" control
+    pgen-subword-gloss      pgen-subword with selective read, trained with --glossary_augmentation (in half of the
+                            training sources that support any, one to all supported dictionary terms written in, the
+                            target term in place of the source term): without terms at test time, WMT's "no terms"
+                            control
     subword-nocopy-gloss    subword-nocopy trained the same way: inline annotation without a copy head
     <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`), for
                             the systems above but the single-lever rows
