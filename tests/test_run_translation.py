@@ -280,6 +280,18 @@ def test_resume_says_so_and_logs_at_info(runs, tmp_path):
     )
 
 
+def test_a_checkpoint_of_other_model_settings_is_refused_before_training(runs, tmp_path):
+    """Resuming a checkpoint saved with other copy settings (a lever turned off since, or another glossary annotation)
+    would fail deep in the optimizer state, or silently train another model: the script names what differs."""
+    source, _ = runs["copy"]  # saved with the script's word-level defaults: selective read and copy-next on
+    folder = tmp_path / "stale"
+    folder.mkdir()
+    shutil.copytree(source / "checkpoint-12", folder / "checkpoint-12")
+    with pytest.raises(ValueError, match=r"other model settings \(copy_next True there, False here\)"):
+        run_translation.main(tiny_args(folder, "--copy_next", "false", "--do_eval", "false"))
+    assert not (folder / "model.safetensors").exists() and not (folder / "checkpoint-24").exists()
+
+
 def test_non_empty_output_dir_without_checkpoint_is_refused(tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()

@@ -379,6 +379,23 @@ def find_checkpoint(data_args: DataTrainingArguments, training_args: Seq2SeqTrai
     return checkpoint
 
 
+def check_checkpoint_settings(checkpoint: str | None, model) -> None:
+    """Refuse to resume a checkpoint saved by a run with other model settings: the Trainer would fail deep in the
+    optimizer state (a lever's weights added or gone) or, for a setting without weights (the glossary annotation),
+    silently go on training another model."""
+    if checkpoint is None or not os.path.isfile(os.path.join(checkpoint, "config.json")):
+        return
+    saved, current = json.loads(Path(checkpoint, "config.json").read_text()), model.config.to_dict()
+    keys = ["model_type", *(k for k in PointerGeneratorConfig.__annotations__ if k not in _NOT_COPY_SETTINGS)]
+    differ = [f"{k} {saved.get(k)!r} there, {current.get(k)!r} here" for k in keys if saved.get(k) != current.get(k)]
+    if differ:
+        raise ValueError(
+            f"The checkpoint {checkpoint} was saved by a run with other model settings ({'; '.join(differ)}). Pass "
+            "the flags it was trained with to resume it, or --overwrite_output_dir to train from scratch "
+            "(python -m training.main: --fresh)."
+        )
+
+
 def main(args: list[str] | None = None) -> dict[str, Any]:
     """Run training/evaluation/prediction as the command line `args` say; return the results dict."""
     model_args, copy_args, data_args, training_args = parse_args(args)
@@ -506,6 +523,7 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         logger.info("Glossary augmentation: dictionary terms annotated in %d of %d training sources (%r).",
                     annotated, len(sources), annotation)
     set_language_codes(tokenizer, model, data_args)
+    check_checkpoint_settings(checkpoint, model)
     check_lengths(model, data_args, training_args)
     vocab_size = model.config.vocab_size  # the output width; extended (copy-only) ids start here
     if vocab_size < len(tokenizer):
