@@ -130,6 +130,10 @@ def _with_levers(keys: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(arg for key, (flag, _) in LEVERS.items() for arg in ((flag, "true") if key in keys else _WITHOUT[key]))
 
 
+def _recipe_name(plain: System) -> str:
+    return f"{plain.name}-{'-'.join(RECIPE_LEVERS[plain.tokenizer])}"
+
+
 # The pointer-generators as before issue 31's levers ...
 _PGEN = (
     System("pgen-word", "pointer-generator, word-level vocabulary (placeholders only copied)", "wordlevel", copy=True,
@@ -137,10 +141,6 @@ _PGEN = (
     System("pgen-subword", "pointer-generator, unigram subwords", "unigram", copy=True, train_args=_with_levers(())),
 )
 # ... with the recipe's levers ...
-def _recipe_name(plain: System) -> str:
-    return f"{plain.name}-{'-'.join(RECIPE_LEVERS[plain.tokenizer])}"
-
-
 _LEVERED = tuple(
     System(_recipe_name(p), f"{p.label} + {', '.join(LEVERS[k][1] for k in RECIPE_LEVERS[p.tokenizer])}",
            p.tokenizer, copy=True, train_args=_with_levers(RECIPE_LEVERS[p.tokenizer])) for p in _PGEN
