@@ -280,6 +280,18 @@ def test_resume_says_so_and_logs_at_info(runs, tmp_path):
     )
 
 
+def test_copy_flags_a_saved_pointer_generator_does_not_take_are_named(runs, tmp_path, caplog):
+    """Loading a saved pointer-generator keeps its own copy settings: flags asking for others are named in a warning,
+    not ignored silently; the script's defaults alone warn about nothing."""
+    caplog.set_level(logging.WARNING, logger="training.run_translation")
+    model_dir, _ = runs["copy"]
+    run_translation.main(predict_args(model_dir, tmp_path / "plain"))
+    assert not any("its own copy settings are kept" in r.message for r in caplog.records)
+    run_translation.main(predict_args(model_dir, tmp_path / "asked", "--coverage", "--force_p_gen", "1.0"))
+    (warning,) = [r.message for r in caplog.records if "its own copy settings are kept" in r.message]
+    assert "--coverage True (the model's: False)" in warning and "--force_p_gen 1.0 (the model's: None)" in warning
+
+
 def test_a_checkpoint_of_other_model_settings_is_refused_before_training(runs, tmp_path):
     """Resuming a checkpoint saved with other copy settings (a lever turned off since, or another glossary annotation)
     would fail deep in the optimizer state, or silently train another model: the script names what differs."""

@@ -379,6 +379,18 @@ def find_checkpoint(data_args: DataTrainingArguments, training_args: Seq2SeqTrai
     return checkpoint
 
 
+def warn_ignored_copy_settings(copy_args, model, model_name_or_path: str | None) -> None:
+    """A saved pointer-generator keeps its own copy settings (its weights were trained with them): say so where flags
+    ask for others (a value other than the script's default), rather than ignore them silently."""
+    defaults = {f.name: f.default for f in dataclasses.fields(copy_args)}
+    asked = {k: v for k, v in copy_settings(copy_args).items() if v != defaults.get(k)}
+    differ = [f"--{k} {v!r} (the model's: {getattr(model.config, k, None)!r})" for k, v in asked.items()
+              if getattr(model.config, k, None) != v]
+    if differ:
+        logger.warning("%s is a pointer-generator: its own copy settings are kept, not %s. To train other settings, "
+                       "wrap its base model instead.", model_name_or_path, ", ".join(differ))
+
+
 def check_checkpoint_settings(checkpoint: str | None, model) -> None:
     """Refuse to resume a checkpoint saved by a run with other model settings: the Trainer would fail deep in the
     optimizer state (a lever's weights added or gone) or, for a setting without weights (the glossary annotation),
@@ -523,6 +535,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         logger.info("Glossary augmentation: dictionary terms annotated in %d of %d training sources (%r).",
                     annotated, len(sources), annotation)
     set_language_codes(tokenizer, model, data_args)
+    if copy:
+        warn_ignored_copy_settings(copy_args, model, model_args.model_name_or_path)
     check_checkpoint_settings(checkpoint, model)
     check_lengths(model, data_args, training_args)
     vocab_size = model.config.vocab_size  # the output width; extended (copy-only) ids start here
