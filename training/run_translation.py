@@ -398,7 +398,7 @@ def check_checkpoint_settings(checkpoint: str | None, model) -> None:
     if checkpoint is None or not os.path.isfile(os.path.join(checkpoint, "config.json")):
         return
     saved, current = json.loads(Path(checkpoint, "config.json").read_text()), model.config.to_dict()
-    keys = ["model_type", *(k for k in PointerGeneratorConfig.__annotations__ if k not in _NOT_COPY_SETTINGS)]
+    keys = ["model_type", *(f.name for f in dataclasses.fields(PointerGeneratorArguments) if f.name != "copy_mechanism")]
     differ = [f"{k} {saved.get(k)!r} there, {current.get(k)!r} here" for k in keys if saved.get(k) != current.get(k)]
     if differ:
         raise ValueError(
