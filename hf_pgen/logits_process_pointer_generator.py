@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from .placeholders import _placeholder_end_at_start, placeholder_spans
+from .placeholders import _PERCENT_PREFIX, _placeholder_end_at_start, placeholder_spans
 from .protection_pointer_generator import _UNCALM_RE
 
 __all__ = ["ProtectedSpansLogitsProcessor"]
@@ -221,6 +221,10 @@ class _Example:
             heads += self._heads_across(g, since, last_span, tail)
         banned: list[int] = []
         for head, kind in heads:
+            if kind == "glued" and head[0] == "%" and not _PERCENT_PREFIX.fullmatch(head):
+                # No placeholder begun at this "%" runs on past the head ("%s</h1>.h"); one begun further in has a head
+                # of its own. Most "%" heads are such: this spares trying every glued token on each.
+                continue
             # What completes "%(name)" does not depend on the name: one lookup serves every name a model writes.
             head = _NAMED_HEAD.sub("%(x", head, count=1)
             if head.startswith("%(") and (_placeholder_end_at_start(head) or len(head)) < len(head):

@@ -54,6 +54,11 @@ PLACEHOLDER_PATTERN = re.compile(
         ]
     )
 )
+# Every proper prefix of a placeholder above that begins with "%" (a superset: it only has to hold them all): "%{" and
+# a name (dollar), "%(" and a name, closed or not, then flags, width and precision (pynamed), or flags, an argument
+# number, width, precision and length (printf, positional). A text that begins with "%" and is not one of these ends
+# every placeholder begun at its "%" within it: nothing appended can complete one there (protected decoding skips it).
+_PERCENT_PREFIX = re.compile(r"%(?:\{[\w.\-]*|\([^()\s]*(?:\)[-#0+'\d*.]*)?|[\d$\-#0+'*.hlLqjztI]*)")
 # ICU plural/select/...: "{count, plural, one {# item} other {# items}}". The head "{count, plural," must survive;
 # the sub-messages are translated text that may hold placeholders of their own.
 _ICU_COMPLEX_HEAD = re.compile(r"\{\s*([A-Za-z_0-9][\w.]*)\s*,\s*(" + _ICU_COMPLEX_TYPES + r")\s*,")

@@ -1,6 +1,7 @@
 """hf_pgen.metrics: placeholder extraction, placeholder preservation, OOV copy rate, BLEU/chrF and evaluate wrappers."""
 
 import math
+import random
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ from hf_pgen.metrics import (
     placeholders_preserved,
     translation_metrics,
 )
+from hf_pgen.placeholders import _PERCENT_PREFIX, placeholder_spans
 
 
 @pytest.mark.parametrize(
@@ -72,6 +74,25 @@ def test_icu_plural_keeps_head_and_inner_placeholders_but_not_submessage_braces(
     german = "{count, plural, one {# Datei in {folder}} other {# Dateien}} ausgewählt"
     assert placeholders_preserved(text, german)
     assert not placeholders_preserved(text, "{count, plural, one {# Datei} other {# Dateien}} ausgewählt")
+
+
+def test_every_proper_prefix_of_a_percent_placeholder_is_a_percent_prefix():
+    """Protected decoding takes a "%" text that `_PERCENT_PREFIX` does not match for one that nothing appended makes a
+    placeholder begun at its "%" (and skips it): every proper prefix of each such placeholder must match it."""
+    rng = random.Random(0)
+    alphabet = list("%%%%(()){}sdSfalLhIqjzt6432$1205-#+'.*x_ ") + ["name", "I64", "ll", "hh", "%("]
+    found = 0
+    for _ in range(30000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(2, 14)))
+        for start, end in placeholder_spans(text):
+            if text[start] == "%":
+                found += 1
+                for k in range(start + 1, end):
+                    assert _PERCENT_PREFIX.fullmatch(text[start:k]), (text[start:end], text[start:k])
+    assert found > 5000
+    # what it rules out: a placeholder complete before the text's end, or a mark no placeholder goes on with
+    for dead in ("%s</h1>", "%d%", "%(name)s", "%5.2fx", "% o", "%{a}", "%1$sx"):
+        assert not _PERCENT_PREFIX.fullmatch(dead), dead
 
 
 def test_placeholders_preserved_is_a_multiset_comparison():
