@@ -280,6 +280,25 @@ def test_resume_says_so_and_logs_at_info(runs, tmp_path):
     )
 
 
+def test_a_finished_run_run_again_trains_nothing_more(runs, tmp_path):
+    """The command of a finished run, run again, finds its last checkpoint at --max_steps: the Trainer (Transformers
+    5.25) would train one more step from it and save that model. Nothing is trained; the checkpoint's weights are
+    saved and predicted with."""
+    from safetensors.torch import load_file
+
+    source, _ = runs["copy"]
+    folder = tmp_path / "again"
+    folder.mkdir()
+    shutil.copytree(source / "checkpoint-24", folder / "checkpoint-24")
+    log = run_module(tiny_args(folder, "--do_eval", "false", "--max_predict_samples", "4"))
+    assert "is at step 24 of --max_steps 24: nothing is left to train" in log
+    assert "***** Running training *****" not in log
+    assert sorted(p.name for p in folder.glob("checkpoint-*")) == ["checkpoint-24"]
+    saved, trained = load_file(folder / "model.safetensors"), load_file(folder / "checkpoint-24" / "model.safetensors")
+    assert saved.keys() == trained.keys() and all(torch.equal(saved[k], trained[k]) for k in saved)
+    assert len((folder / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")) == 5
+
+
 def test_copy_flags_a_saved_pointer_generator_does_not_take_are_named(runs, tmp_path, caplog):
     """Loading a saved pointer-generator keeps its own copy settings: flags asking for others are named in a warning,
     not ignored silently; the script's defaults alone warn about nothing."""

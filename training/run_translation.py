@@ -665,26 +665,36 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         start_step = 0
         if checkpoint is not None and os.path.isfile(os.path.join(checkpoint, "trainer_state.json")):
             start_step = json.loads(Path(checkpoint, "trainer_state.json").read_text())["global_step"]
-        train_result = trainer.train(resume_from_checkpoint=checkpoint)
-        trainer.save_model()  # also saves the tokenizer (processing_class)
-        metrics = dict(train_result.metrics)
-        steps_run = trainer.state.global_step - start_step
-        samples_run = (steps_run * training_args.per_device_train_batch_size
-                       * training_args.gradient_accumulation_steps * max(training_args.world_size, 1))
-        metrics["train_samples"] = len(train_dataset)
-        if start_step:
-            metrics["train_resumed_from_step"] = start_step
-        if metrics.get("train_runtime"):
-            mean_tokens = float(np.mean(train_dataset["num_tokens"]))
-            metrics["train_tokens_per_second"] = round(mean_tokens * samples_run / metrics["train_runtime"], 1)
-        for key in ("skipped_empty_lines", "skipped_empty_text", "skipped_undecodable_lines",
-                    "skipped_malformed_lines", "truncated_sources", "truncated_targets", "augmented",
-                    "glossary_annotated"):
-            metrics[f"train_{key}"] = int(data_stats["train"].get(key, 0))
-        trainer.log_metrics("train", metrics)
-        trainer.save_metrics("train", metrics)
-        trainer.save_state()
-        results.update(metrics)
+        if training_args.max_steps > 0 and start_step >= training_args.max_steps:
+            # A finished run's command run again: the Trainer (Transformers 5.25) would train one step past
+            # --max_steps from its last checkpoint and save that model instead. Nothing is left to train.
+            logger.warning("The checkpoint %s is at step %d of --max_steps %d: nothing is left to train; its weights "
+                           "are evaluated and predicted with.", checkpoint, start_step, training_args.max_steps)
+            trainer._load_from_checkpoint(checkpoint)
+            trainer.save_model()
+            if (output_dir / "train_results.json").is_file():  # the finished run's, kept
+                results.update(json.loads((output_dir / "train_results.json").read_text()))
+        else:
+            train_result = trainer.train(resume_from_checkpoint=checkpoint)
+            trainer.save_model()  # also saves the tokenizer (processing_class)
+            metrics = dict(train_result.metrics)
+            steps_run = trainer.state.global_step - start_step
+            samples_run = (steps_run * training_args.per_device_train_batch_size
+                           * training_args.gradient_accumulation_steps * max(training_args.world_size, 1))
+            metrics["train_samples"] = len(train_dataset)
+            if start_step:
+                metrics["train_resumed_from_step"] = start_step
+            if metrics.get("train_runtime"):
+                mean_tokens = float(np.mean(train_dataset["num_tokens"]))
+                metrics["train_tokens_per_second"] = round(mean_tokens * samples_run / metrics["train_runtime"], 1)
+            for key in ("skipped_empty_lines", "skipped_empty_text", "skipped_undecodable_lines",
+                        "skipped_malformed_lines", "truncated_sources", "truncated_targets", "augmented",
+                        "glossary_annotated"):
+                metrics[f"train_{key}"] = int(data_stats["train"].get(key, 0))
+            trainer.log_metrics("train", metrics)
+            trainer.save_metrics("train", metrics)
+            trainer.save_state()
+            results.update(metrics)
 
     # -- evaluate --
     max_length, num_beams = training_args.generation_max_length, training_args.generation_num_beams
