@@ -269,9 +269,12 @@ def _protection(report: dict, targets: dict) -> list[str]:
     return lines + [""]
 
 
-def _protection_trained(report: dict, targets: dict) -> list[str]:
-    section = report["protection_trained"]
-    lines = ['## Protected spans with a trained model on held-out messages', ""]
+def _protection_trained(report: dict, targets: dict, key: str = "protection_trained") -> list[str]:
+    """The `protection_trained` section, or with `key="glossary_trained"` the glossary one (the same measurement with
+    term bases instead of placeholders, and the term success rate)."""
+    section, terms = report[key], key == "glossary_trained"
+    title = "Glossaries (terms guaranteed)" if terms else "Protected spans"
+    lines = [f"## {title} with a trained model on held-out messages", ""]
     if not section["available"]:
         return lines + [f"Not measured: {section['reason']}.", ""]
     m, src = section["model"], section["sources"]
@@ -296,7 +299,9 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
         "without, median of the per-pass ratios of wall time; CPU ratio: the same of the process's CPU time, which "
         "other processes on a shared machine disturb less. Length = generated tokens up to and including EOS, "
         "mean; \"at limit\" = outputs without an EOS within max_new_tokens. Kept = outputs holding exactly the "
-        "source's placeholders. chrF (sacreBLEU) against the references; copy-source = the sources themselves.",
+        "source's placeholders. chrF (sacreBLEU) against the references; copy-source = the sources themselves."
+        + (" Both sides read the sources with their terms written in (the model's annotation); \"with\" also "
+           "guarantees them. TSR: WMT's term success rate." if terms else ""),
         "",
         f"Targets: time ratio <= {targets['protection_trained_time']}, mean length within "
         f"{(targets['protection_length'] - 1) * 100:.0f}% of unprotected, chrF with protection not lower than "
@@ -304,8 +309,8 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
         "",
         "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | CPU ratio | "
         "mean tokens without -> with (ratio) | at limit without -> with | kept without -> with | chrF without -> "
-        "with | copy-source chrF |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "with | copy-source chrF |" + (" TSR without -> with |" if terms else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if terms else ""),
     ]
     for r in section["results"]:
         a, b, ratio, o = r["time_s"]["without"], r["time_s"]["with"], r["time_ratio"], r["outputs"]
@@ -323,6 +328,7 @@ def _protection_trained(report: dict, targets: dict) -> list[str]:
             f"{w['placeholders_kept']:.1%} -> {p['placeholders_kept']:.1%} | {w['chrf']:.1f} -> {p['chrf']:.1f} "
             f"({p['chrf'] - w['chrf']:+.2f}) {_verdict(p['chrf'] - w['chrf'], targets['protection_chrf'], True)} | "
             f"{r['copy_source_chrf']:.1f} |"
+            + (f" {w['term_success_rate']:.3f} -> {p['term_success_rate']:.3f} |" if terms else "")
         )
     ranked = sorted(section["results"], key=lambda r: (r["batch"] != 16, r["num_beams"] != 4,
                                                         r.get("decoding", "saved") != "plain"))
@@ -399,8 +405,9 @@ def markdown(report: dict) -> str:
         lines += _step(report)
     if report.get("protection"):
         lines += _protection(report, targets)
-    if report.get("protection_trained"):
-        lines += _protection_trained(report, targets)
+    for key in ("protection_trained", "glossary_trained"):
+        if report.get(key):
+            lines += _protection_trained(report, targets, key)
     if report.get("copy_info"):
         lines += _copy_info(report)
     if report.get("copy_options"):
