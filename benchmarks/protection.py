@@ -339,7 +339,7 @@ def glossary_sources(tokenizer, max_source_tokens: int, count: int, dictionary: 
     return _read_whole_spread(tokenizer, pairs, max_source_tokens, count)
 
 
-HOLDING = {False: "holding a placeholder", True: "that support a FreeDict term (the main job's test term base)"}
+_HOLDING = {False: "holding a placeholder", True: "that support a FreeDict term (the main job's test term base)"}
 
 
 def bench_glossary_trained(args: Any) -> dict:
@@ -388,7 +388,7 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
             "generation_config": {k: v for k, v in generation.items() if k != "transformers_version"},
         },
         "sources": {"messages": len(pairs), "batch1_messages": len(batch1),
-                    "selection": f"test-split messages {HOLDING[glossary]}, at most {max_positions} tokens, spread "
+                    "selection": f"test-split messages {_HOLDING[glossary]}, at most {max_positions} tokens, spread "
                                  f"evenly in corpus order; batch 1: every {BATCH1_EVERY}th of them"},
         "repeats": args.protection_repeats,
         "decodings": {name: DECODINGS[name] for name in args.protection_decodings},

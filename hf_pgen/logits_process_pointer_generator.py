@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from .placeholders import _PERCENT_PREFIX, _placeholder_end_at_start, placeholder_spans
+from .placeholders import _PERCENT_PREFIX, placeholder_spans
 from .protection_pointer_generator import _UNCALM_RE
 
 __all__ = ["ProtectedSpansLogitsProcessor"]
@@ -227,8 +227,6 @@ class _Example:
                 continue
             # What completes "%(name)" does not depend on the name: one lookup serves every name a model writes.
             head = _NAMED_HEAD.sub("%(x", head, count=1)
-            if head.startswith("%(") and (_placeholder_end_at_start(head) or len(head)) < len(head):
-                continue  # a named field complete before the head's end: nothing appended can reach back into it
             if head not in inventions:
                 texts = self.context_texts
                 candidates = self.completers.get(kind, range(len(texts)))
