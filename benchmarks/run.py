@@ -83,6 +83,8 @@ DEFAULT_SECTIONS = "training,generation,step,protection,copy_info,mixture"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from training.terminology import FREEDICT_ENG_DEU
+
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -132,7 +134,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "fifth")
     trained.add_argument("--protection-repeats", type=int, default=None,
                          help="interleaved passes over the messages per setting and side (default 3; quick 1)")
-    trained.add_argument("--dictionary", default="/usr/share/dictd/freedict-eng-deu.dict.dz",
+    trained.add_argument("--dictionary", default=FREEDICT_ENG_DEU,
                          help="glossary_trained: the dictionary the test term bases come from (make dictionary)")
     trained.add_argument("--protection-decodings", default="plain,saved",
                          help="comma list: plain (no n-gram blocking nor OOV copy limit), saved "

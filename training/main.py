@@ -588,6 +588,8 @@ def terminology_goals(systems: list[dict], sig: dict) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> dict:
+    from training.terminology import FREEDICT_ENG_DEU
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", default="outputs/main")
     parser.add_argument("--max_steps", type=int, default=5000, help="Training steps of each trained system.")
@@ -607,7 +609,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--fresh", action="store_true", help="Delete an earlier run's folders first (default: "
                                                              "resume the trained systems from their checkpoints).")
     parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
-    parser.add_argument("--dictionary", default="/usr/share/dictd/freedict-eng-deu.dict.dz",
+    parser.add_argument("--dictionary", default=FREEDICT_ENG_DEU,
                         help="The English-German dictionary for the term rows (make dictionary installs it).")
     args, extra = parser.parse_known_args(argv)
     if extra and extra[0] == "--":

@@ -63,6 +63,7 @@ from training.data.files import EMBEDDED_CORPUS, SUPPORTED, file_format, load_tr
 from training.evaluation import decode_predictions, mean_p_gen, write_copy_records, write_predictions
 from training.model import MODEL_TYPES, build_model, check_lengths, set_language_codes
 from training.run_details import collect_settings, dataset_name, training_details
+from training.terminology import FREEDICT_ENG_DEU
 
 logger = logging.getLogger(__name__)
 
@@ -301,7 +302,7 @@ class DataTrainingArguments:
                           "source term; '{source} [ {target} ]' keeps both)."},
     )
     glossary_dictionary: str = field(
-        default="/usr/share/dictd/freedict-eng-deu.dict.dz",
+        default=FREEDICT_ENG_DEU,
         metadata={"help": "The bilingual dictionary --glossary_augmentation draws terms from: Debian's FreeDict "
                           "(apt-get install dict-freedict-eng-deu) or a two-column TSV."},
     )
