@@ -120,7 +120,7 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     translate.add_argument(
         "--glossary-mode", choices=("guarantee", "hint"), default="guarantee",
-        help="guarantee (default): each term comes out as often as its source term occurs; hint: the terms are only "
+        help="guarantee (default): each term comes out at least once; hint: the terms are only "
              "written into the source, for a model trained to read them (run_translation --glossary_augmentation)",
     )
     translate.add_argument("--glossary-ignore-case", action="store_true",

@@ -19,9 +19,12 @@ An entry *applies* where its source term occurs in the text as whole words (case
   -> `Speicher`: Song et al. 2019's code-switching, what run_translation trains with); `"{source} [ {target} ]"`
   (`DEFAULT_GLOSSARY_ANNOTATION`) keeps the source term before it (`storage [ Speicher ]`: Dinu et al. 2019). The
   spaces inside the brackets keep the term's tokens the ones it has after a word, as in the output.
-- *Guarantee* (`glossary_mode="guarantee"`, the default): each applied entry's target term comes out verbatim, as
-  often as its source term occurs, by the protected-spans engine (`hf_pgen.protection_pointer_generator`): the model
-  still chooses where. With `glossary_mode="hint"` nothing is forced (annotation only; needs an annotated model).
+- *Guarantee* (`glossary_mode="guarantee"`, the default): each applied entry's target term comes out verbatim, at
+  least once, by the protected-spans engine (`hf_pgen.protection_pointer_generator`): the model still chooses where,
+  and may use the term more often. Not "as often as the source term occurs": a translation may merge two occurrences
+  (`the extension ... the extension author` -> `Erweiterung ... Erweiterungsautor`), and an exact count would force
+  the second one in and ban a second use the model chose itself. With `glossary_mode="hint"` nothing is forced
+  (annotation only; needs an annotated model).
 
 A model without the annotation (a plain base, a copy model not trained with it) reads the source unchanged and the
 term is spelled from the vocabulary. A term the vocabulary cannot spell is written into the source of a copy model all

@@ -125,6 +125,9 @@ class _Example:
     def __init__(self, entry: dict[str, Any], width: int | None):
         self.texts: list[str] = []
         self.counts: list[int] = []
+        # Per span: whether its count is a least, not an exact number (glossary terms: a translation may use a term
+        # more often than the guarantee asks, and nothing bans it then).
+        self.at_least: list[bool] = []
         self.variants: list[list[tuple[int, ...]]] = []
         context_variants: list[list[tuple[int, ...]]] = []
         extensions: list[frozenset[int]] = []
@@ -145,11 +148,13 @@ class _Example:
             context = [tuple(int(t) for t in v) for v in span.get("context_sequences", ())]
             self.texts.append(span["text"])
             self.counts.append(int(span["count"]))
+            self.at_least.append(bool(span.get("at_least")))
             self.variants.append(variants)
             context_variants.append([v for v in context if width is None or max(v) < width])
             extensions.append(frozenset(int(t) for t in span.get("extensions", ())))
             not_after.append(frozenset(int(t) for t in span.get("not_after", ())))
         self.min_lengths = [min(len(v) for v in vs) for vs in self.variants]
+        self._open_ended = any(self.at_least)
         # What the scan matches: the variants and the context variants (the source's tokens around a span that
         # also hold text around it: a copy of them counts, but no rule forces them).
         scanned = [vs + cs for vs, cs in zip(self.variants, context_variants)]
@@ -293,7 +298,14 @@ class _Example:
         of the last occurrence, its span)."""
         emitted = [0] * len(self.texts)
         _, last_end, last_span, _ = self.advance(g, 0, emitted, 0, None, len(g), at_end=True)
-        return tuple([c - e for c, e in zip(self.counts, emitted)]), last_end, last_span
+        return self.left(self.counts, emitted), last_end, last_span
+
+    def left(self, counts: Sequence[int], emitted: Sequence[int]) -> tuple[int, ...]:
+        """Remaining per span once `emitted` of `counts` came out: below 0 where a span came out too often, never for
+        a span whose count is a least (it stays at 0)."""
+        if not self._open_ended:
+            return tuple([c - e for c, e in zip(counts, emitted)])
+        return tuple([max(c - e, 0) if least else c - e for c, e, least in zip(counts, emitted, self.at_least)])
 
     def _resolve(self, sequence: tuple[int, ...], remaining: tuple[int, ...], at_end: bool) -> tuple:
         """`advance` over all of `sequence`: (remaining per span after it, positions outside every occurrence,
@@ -302,7 +314,7 @@ class _Example:
         position, last_end, last_span, pending = self.advance(
             sequence, 0, emitted, 0, None, len(sequence), at_end, free
         )
-        left = tuple(r - e for r, e in zip(remaining, emitted))
+        left = self.left(remaining, emitted)
         return left, free, position if pending else None, last_end, last_span
 
     def _loose(self, sequence: tuple[int, ...], positions: list[int], before: int) -> bool:
@@ -417,7 +429,8 @@ class _Example:
         if remaining not in self._stray_starts:
             open_starts = set(self.starts(remaining))
             self._stray_starts[remaining] = [
-                t for j, left in enumerate(remaining) if left <= 0 for t in self._stray_firsts[j] if t not in open_starts
+                t for j, left in enumerate(remaining) if left <= 0 and not self.at_least[j]
+                for t in self._stray_firsts[j] if t not in open_starts
             ]
         return self._stray_starts[remaining]
 
@@ -427,7 +440,8 @@ class _Example:
         again, with the extensions of its one-token variants, the forbidden ids and the stray marks."""
         if remaining not in self._singles:
             rules = self.tail_rules((), remaining)
-            spans = [j for j, left in enumerate(remaining) if left <= 0 and any(len(v) == 1 for v in self.variants[j])]
+            spans = [j for j, left in enumerate(remaining)
+                     if left <= 0 and not self.at_least[j] and any(len(v) == 1 for v in self.variants[j])]
             parts = frozenset([1 + 2 * j for j in spans]) | self.base_parts
             self._singles[remaining] = (
                 rules.banned + [t for t in self.stray_starts(remaining) if t not in rules.opening],
@@ -626,7 +640,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         position, last_end, last_span, _ = ex.advance(g, position, emitted, last_end, last_span, final)
         states[(index, key)] = (position, tuple(emitted), last_end, last_span, False)
         reached, last_end, last_span, pending = ex.advance(g, position, emitted, last_end, last_span, length)
-        return tuple([c - e for c, e in zip(ex.counts, emitted)]), last_end, last_span, reached if pending else length
+        return ex.left(ex.counts, emitted), last_end, last_span, reached if pending else length
 
     def _rules(
         self, ex: _Example, g: list[int], remaining: tuple[int, ...], last_end: int, last_span: int | None,
@@ -651,7 +665,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         parts = set(ex.base_parts)
         hard = list(rules.banned)  # bans that nothing lifts
         for j, left in enumerate(remaining):
-            if left <= 0:  # exhausted: tokens that would spell its text again after its other tokens
+            if left <= 0 and not ex.at_least[j]:  # exhausted: tokens that would spell its text again after its other tokens
                 for variant in ex.variants[j]:
                     n = len(variant)
                     if n == 1 or (length >= n - 1 and g[-1] == variant[-2] and tuple(g[length - n + 1 :]) == variant[:-1]):

@@ -103,7 +103,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
       source holds it (see `hf_pgen.protection_pointer_generator`). Works for plain encoder-decoders too.
     - `glossary`: a term base (a dict of source term -> target term, a `hf_pgen.Glossary`, or the path of a
       two-column TSV/CSV; a list of them gives one per input). Each entry whose source term occurs in an input as
-      whole words puts its target term in the output, verbatim, as often as the source term occurs
+      whole words puts its target term in the output, verbatim, at least once
       (`glossary_mode="guarantee"`, the default); `glossary_mode="hint"` only writes the terms into the source
       for a model trained to read them (`config.glossary_annotation`). `glossary_ignore_case=True` matches source
       terms in any case. With `protect=` too, a protected span may not overlap a source term. See `hf_pgen.glossary`.

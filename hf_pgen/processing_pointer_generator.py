@@ -160,7 +160,7 @@ class PointerGeneratorProcessor:
         list of these, one per text): where a source term occurs as whole words (`glossary_ignore_case=True`: in any
         case), the target term is written into the source with `glossary_annotation` (when the model has one) and,
         with `glossary_mode="guarantee"` (the default), added to `protected_spans`: `generate()` puts it in the
-        output as often as the source term occurs. `glossary_mode="hint"` annotates only. See `hf_pgen.glossary`.
+        output at least once. `glossary_mode="hint"` annotates only. See `hf_pgen.glossary`.
 
         Example:
 

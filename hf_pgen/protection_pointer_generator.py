@@ -529,6 +529,7 @@ def _protected_spans_for_batch(
                 if not (context and tuple(covering) in entry["covered"]):
                     entry["count"] += 1
                 entry["covered"].add(tuple(covering))
+                entry["protected"] = entry.get("protected", False) or kinds[(start, end)] == "span"
                 if covering and covering[-1] + 1 < len(ids) and mask[covering[-1] + 1]:
                     entry["follows"].add(ids[covering[-1] + 1])  # the source reads the span as itself before it
                 entry["variants"] += variants
@@ -562,8 +563,11 @@ def _protected_spans_for_batch(
                 # (a token that follows the span in the source keeps its reading there: the decoder spaces a copy
                 # as the source did, which its bare text does not show)
                 after = [t for t in after if t not in entry["follows"]]
-            spans.append({"text": span_text, "count": entry["count"], "sequences": [list(v) for v in variants],
-                          "context_sequences": context,
+            # A glossary term must come out at least once: a translation may well use it fewer times than its source
+            # term occurs ("the extension ... the extension author": "Erweiterung ... Erweiterungsautor"), or more.
+            least = bool(entry.get("term")) and not entry.get("protected")
+            spans.append({"text": span_text, "count": 1 if least else entry["count"], "at_least": least,
+                          "sequences": [list(v) for v in variants], "context_sequences": context,
                           "extensions": extensions, "not_after": after})
         result = {"spans": spans, "forbidden_ids": forbidden}
         if mode == "placeholders":  # the stray marks, and what the grammar needs to see the text before a span

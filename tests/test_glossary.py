@@ -1,6 +1,6 @@
 """Glossaries (`hf_pgen.glossary`): the term base and its errors, where entries apply, the annotation, and the
 guarantee, checked against oracles: a perfect translation must come out unchanged, and a model that ignores the
-terms must still put each one out exactly as often as its source term occurs, nothing else changed."""
+terms must still put each one out (once, where it wrote none), nothing else changed."""
 
 import random
 import warnings
@@ -146,7 +146,7 @@ def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_i
 
     pipe = pipeline("translation", model=plain(bpe_tokenizer), tokenizer=bpe_tokenizer)
     outputs = pipe(["Free storage and storage", "Open it"], glossary={"storage": "Speicher"}, max_new_tokens=16)
-    assert outputs[0]["translation_text"].count("Speicher") == 2
+    assert outputs[0]["translation_text"].count("Speicher") >= 1
     assert "Speicher" not in outputs[1]["translation_text"]
     with pytest.raises(ValueError, match="has no glossary_annotation"):
         pipe("Free storage", glossary={"storage": "Speicher"}, glossary_mode="hint")
@@ -237,7 +237,7 @@ def _german_words() -> list[str]:
 @pytest.mark.parametrize("settings", SETTINGS, ids=SETTING_IDS)
 def test_a_perfect_translation_comes_out_unchanged(family_tokenizer, settings, annotation):
     """The oracle writes the reference (the source with each source term replaced by its target term): it already
-    holds every term as often as the glossary asks, so the guarantee must change nothing."""
+    holds every term, so the guarantee must change nothing."""
     family, tokenizer = family_tokenizer
     model = oracle_copy_model(tokenizer)
     processor = PointerGeneratorProcessor(tokenizer, model.config.vocab_size, glossary_annotation=annotation)
@@ -261,11 +261,34 @@ def test_a_perfect_translation_comes_out_unchanged(family_tokenizer, settings, a
         assert got == expected, (family, sources, glossaries)
 
 
+@pytest.mark.parametrize("settings", SETTINGS, ids=SETTING_IDS)
+def test_a_translation_may_use_a_term_fewer_or_more_times_than_its_source_term_occurs(settings):
+    """A term is guaranteed at least once. A translation that merges two occurrences into one ("the extension ... the
+    extension author": "Erweiterung ... Erweiterungsautor") must not get the second forced in, and one that uses the
+    term twice for one occurrence must not have the second banned: the guarantee changes neither."""
+    tokenizer = train_shared_tokenizer(corpus_texts("train", limit=1500), "unigram", vocab_size=700)
+    model = oracle_copy_model(tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    sources = ["the extension failed, ask the extension author", "Show the file and the file size"]
+    glossaries = [{"extension": "Erweiterung"}, {"size": "Datei"}]
+    references = ["die Erweiterung ist fehlgeschlagen, fragen Sie den Erweiterungsautor",
+                  "Die Datei und die Datei zeigen"]
+    batch = processor(sources, text_target=references, glossary=glossaries, return_tensors="pt", padding=True)
+    labels = batch.pop("labels")
+    targets = [[t for t in row.tolist() if t != -100][:-1] for row in labels]
+    plain = {k: v for k, v in batch.items() if k != "protected_spans"}
+    expected, _ = _oracle_decode(model, processor, plain, targets, settings, _room(batch, targets))
+    assert [text.count("Erweiterung") for text in expected[:1]] == [2] and expected[-1].count("Datei") == 2
+    got, _ = _oracle_decode(model, processor, batch, targets, settings, _room(batch, targets))
+    assert got == expected
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("settings", SETTINGS, ids=SETTING_IDS)
 def test_a_model_that_ignores_the_terms_still_puts_each_out_as_often_as_its_source_term(family_tokenizer, settings):
-    """The oracle copies the source and never writes a term: every output must still hold each target term exactly
-    as often as its source term occurs; outputs of sources no entry applies to stay the copy."""
+    """The oracle copies the source and never writes a term: every output must still hold each target term, once
+    where the copy holds none (a term is guaranteed at least once, not once per occurrence: nothing forces a second);
+    outputs of sources no entry applies to stay the copy."""
     family, tokenizer = family_tokenizer
     model = oracle_copy_model(tokenizer)
     processor = PointerGeneratorProcessor.from_model(model, tokenizer)
@@ -288,5 +311,4 @@ def test_a_model_that_ignores_the_terms_still_puts_each_out_as_often_as_its_sour
             if not matches:
                 assert output == copies[row], (family, source)
             for target in {m.target for m in matches}:
-                expected = sum(m.target == target for m in matches)
-                assert output.count(target) == expected, (family, source, glossary, output)
+                assert output.count(target) == max(1, copies[row].count(target)), (family, source, glossary, output)

@@ -282,7 +282,7 @@ class DataTrainingArguments:
         default=None,
         metadata={"help": "A term base for generated evaluation/test outputs (--predict_with_generate): two columns "
                           "per line, source term and target term (TSV, or CSV for a .csv file). Where a source term "
-                          "occurs as whole words, its target term comes out as often as it occurs (--glossary_mode "
+                          "occurs as whole words, its target term comes out at least once (--glossary_mode "
                           "guarantee), or is only written into the source for a model trained with "
                           "--glossary_augmentation (hint). A .jsonl file gives the test split one term base per "
                           "example instead (line i: a JSON object of source term -> target term for test pair i), as "
