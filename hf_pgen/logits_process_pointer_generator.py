@@ -592,6 +592,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         # The same for beams and samples: per row, the span starts whose scores were raised to EOS's (__call__).
         self._lifted: dict[tuple[int, tuple[int, ...]], set[int]] = {}
         self._carrying: dict[tuple[int, tuple[int, ...]], tuple] = {}
+        self._ruled: set[tuple[int, tuple[int, ...]]] = set()  # this step's rows placing a span the rules chose
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
         self._ceilings_for: tuple | None = None  # (width, dtype, device) of the scores they were built for
         self._buffer: torch.Tensor | None = None  # (rows, V): this step's ceilings
@@ -768,11 +769,12 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         if carries:
             self._carrying[(index, key)] = state[:3]
         if allowed is None and starts and self.eos and self._wants_end(scores, row):
-            # EOS is the row's top token but spans remain: it places one now (the model chooses which; for beams and
-            # samples the starts also get EOS's score, see __call__), and finishes it (`_rules`).
+            # EOS is the row's top token but spans remain: it places one now (the model chooses which; for beams its
+            # scores become log probabilities over the starts, see __call__), and finishes it (`_rules`).
             self._ended_into.add((index, key))
             banned_set = set(banned)
             allowed = [t for t in starts if t not in banned_set and (t in opening or not ex.bans(t, (), parts))] or None
+            committed = True
         if allowed is None and ex.has_neighbours:
             banned = banned + [t for t in ex.inventing(g, state[1], self._inventions, state[2]) if t not in opening]
         if allowed is not None:
@@ -784,6 +786,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             kept = [t for t in allowed if t not in banned_set and (t in opening or not any(
                 t in ex.components[p] for p in parts if p != ex.stray_part))]
             kept = kept or allowed
+            if committed:  # the span is the rule's choice, not the model's (see __call__)
+                self._ruled.add((index, key))
             return self._ceiling(ex, None, frozenset(kept), scores), (), kept, [], []
         banned_set = set(banned)
         restore = [t for t in opening if t < width and t not in banned_set and any(t in ex.components[p] for p in parts)]
@@ -925,7 +929,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         last = len(self.examples) - 1
         for ex in self.examples:
             ex.next_step()
-        self._carrying = {}
+        self._carrying, self._ruled = {}, set()
         row_keys: list[tuple[int, tuple[int, ...]] | None] = [None] * rows
         for row, g in enumerate(input_ids.tolist()):
             index = min(row // per_example, last)
@@ -989,6 +993,16 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                     out[row, fallback[row]] = 0.0
                 else:
                     out[row] = scores[row]
+        ruled = [row for row in forced if row_keys[row] in self._ruled]
+        if ruled:
+            # A row that must start a span where it wanted to end, or finish one started there, has its scores made log
+            # probabilities over what it may choose: placing the span there is the rule's choice, so beam search must
+            # not charge it to the hypothesis. Charged, a beam that places the span loses to one wandering on through
+            # text the model did not want (which wants to end again, and again) until the length limit forces the
+            # spans in. Greedy search and sampling choose as before (a row's argmax and softmax do not change by a
+            # constant).
+            rows_ = torch.tensor(ruled, device=device)
+            out[rows_] = out[rows_] - torch.logsumexp(out[rows_], dim=-1, keepdim=True)
         return out
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 
 import pytest
 import torch
+from testing_oracles import CopyTheSource, oracle_copy_model
 from testing_utils import corpus_texts, tiny_base
 from transformers import LogitsProcessorList, pipeline
 
@@ -392,6 +393,45 @@ def test_a_row_that_wants_to_end_places_its_spans_there(copier):
                 assert "".join(output.split()).startswith(("%(count)d{name}", "{name}%(count)d")), output
     finally:
         model.base.final_logits_bias.data -= eos_bias
+
+
+class _WantsToEndOrWander(CopyTheSource):
+    """The scripted translation, then EOS at 0 with one ordinary token (`wander`) at -3 on every step, everything else
+    at -30 to -40: a model that left a placeholder out, wants to end, and would rather wander on than place it."""
+
+    def __init__(self, targets, eos, wander):
+        super().__init__(targets, eos)
+        self.wander = wander
+
+    def __call__(self, input_ids, scores):
+        out = super().__call__(input_ids, scores)
+        out[:, self.wander] = torch.where(out[:, self.wander] == 0.0, 0.0, -3.0)
+        return out
+
+
+def test_beams_place_a_span_where_the_model_wanted_to_end_not_after_wandering(subword_tokenizer):
+    """A span started where the model wanted to end is the rules' choice, so beam search must not charge its
+    tokens' low scores to the hypothesis: beams place it there, as greedy search does, and end. (Charged, every
+    beam that placed it lost to beams wandering on through the one likely word, until the wander cost more.)"""
+    tokenizer = subword_tokenizer
+    model = oracle_copy_model(tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    sources = ["Delete %(count)d files from the folder", "Open {name} now"]
+    written = ["Delete files from the folder", "Open now"]  # the translation leaves the placeholder out
+    targets = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in written]
+    wander = tokenizer(" the", add_special_tokens=False)["input_ids"][-1]
+    batch = processor(sources, return_tensors="pt", padding=True, protect="placeholders")
+
+    def decode(**settings):
+        scripted = LogitsProcessorList([_WantsToEndOrWander(targets, tokenizer.eos_token_id, wander)])
+        ids = model.generate(**batch, logits_processor=scripted, max_new_tokens=40, **settings)
+        return processor.batch_decode(ids, batch)
+
+    greedy = decode()
+    # the placeholder where the model wanted to end (with or without a space before it: the model's choice)
+    assert [o.replace(" ", "") for o in greedy] == ["Deletefilesfromthefolder%(count)d", "Opennow{name}"], greedy
+    assert decode(num_beams=4) == greedy
+    assert decode(num_beams=4, num_return_sequences=2)[::2] == greedy
 
 
 def test_a_placeholder_never_merges_with_the_text_around_it(tokenizer):
