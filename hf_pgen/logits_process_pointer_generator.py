@@ -576,6 +576,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             eos_token_id = [eos_token_id]
         self.eos = [int(t) for t in (eos_token_id if eos_token_id is not None else [])]
         self._eos_set = frozenset(self.eos)
+        self._eos_ids: torch.Tensor | None = None  # (E,) the EOS ids on the scores' device (see __call__)
         self.max_length = max_length
         self.max_new_tokens = max_new_tokens
         self.reserve = 1 if forced_eos_token_id is not None else 0
@@ -617,10 +618,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
 
     def _state(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], states: dict
-    ) -> tuple[tuple[int, ...], int, int | None, int] | None:
+    ) -> tuple[tuple[int, ...], int, int | None, int]:
         """(remaining per span, end of the last occurrence, its span, where the pending tail starts (`len(g)` when
-        nothing is pending)) for row `g` of example `index`, or None once the row has ended; records its state for
-        the next step in `states`.
+        nothing is pending)) for row `g` of example `index` (one that has not ended); records its state for the next
+        step in `states`.
 
         The scan of `g` is its parent's (`g` without its last id, the previous step's row) carried one token on: a
         scan position whose every variant fits before the end of `g` is final (longer ids cannot change what
@@ -629,17 +630,12 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         length = len(g)
         if parent is None:  # the first step, or a row the last step did not see: scan it from the start
             position, emitted, last_end, last_span = 0, [0] * len(ex.texts), 0, None
-            ended = not self._eos_set.isdisjoint(g[1:])
         else:
-            position, emitted, last_end, last_span, ended = parent
+            position, emitted, last_end, last_span = parent
             emitted = list(emitted)
-            ended = ended or (length > 1 and g[-1] in self._eos_set)
-        if ended:  # greedy search and sampling keep padding a finished row
-            states[(index, key)] = (position, tuple(emitted), last_end, last_span, True)
-            return None
         final = length - max(ex.max_length, 1) + 1  # positions before it are final
         position, last_end, last_span, _ = ex.advance(g, position, emitted, last_end, last_span, final)
-        states[(index, key)] = (position, tuple(emitted), last_end, last_span, False)
+        states[(index, key)] = (position, tuple(emitted), last_end, last_span)
         reached, last_end, last_span, pending = ex.advance(g, position, emitted, last_end, last_span, length)
         return ex.left(ex.counts, emitted), last_end, last_span, reached if pending else length
 
@@ -757,8 +753,6 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             if decision is not _UNDECIDED:
                 return decision
         state = self._state(index, ex, g, key, states)
-        if state is None:
-            return None
         width = scores.shape[-1]
         tail_start = state[3]
         committed = False
@@ -931,11 +925,18 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             ex.next_step()
         self._carrying, self._ruled = {}, set()
         row_keys: list[tuple[int, tuple[int, ...]] | None] = [None] * rows
+        # Rows that have ended (greedy search and sampling keep padding them; the first id is the decoder start,
+        # which may be EOS): left alone, found for all rows at once.
+        ended = [False] * rows
+        if self.eos and input_ids.shape[1] > 1:
+            if self._eos_ids is None or self._eos_ids.device != input_ids.device:
+                self._eos_ids = torch.tensor(self.eos, device=input_ids.device)
+            ended = torch.isin(input_ids[:, 1:], self._eos_ids).any(-1).tolist()
         for row, g in enumerate(input_ids.tolist()):
             index = min(row // per_example, last)
             ex = self.examples[index]
-            if not self._active[index]:
-                continue  # nothing protected in this example: left alone entirely
+            if not self._active[index] or ended[row]:
+                continue  # nothing protected in this example, or the row has ended: left alone entirely
             key = tuple(g)
             row_keys[row] = (index, key)
             decision = decisions.get((index, key), _UNDECIDED)
