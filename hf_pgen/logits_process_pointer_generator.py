@@ -594,6 +594,9 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         self._lifted: dict[tuple[int, tuple[int, ...]], set[int]] = {}
         self._carrying: dict[tuple[int, tuple[int, ...]], tuple] = {}
         self._ruled: set[tuple[int, tuple[int, ...]]] = set()  # this step's rows placing a span the rules chose
+        # Rows (example, ids) that wanted to end while spans remained, last step's and this step's (see `_decide`).
+        self._closing: set[tuple[int, tuple[int, ...]]] = set()
+        self._closing_now: set[tuple[int, tuple[int, ...]]] = set()
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
         self._ceilings_for: tuple | None = None  # (width, dtype, device) of the scores they were built for
         self._buffer: torch.Tensor | None = None  # (rows, V): this step's ceilings
@@ -748,7 +751,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         the span starts a banned row falls back on, ids its ceiling bans that must keep their scores)."""
         parent_key = (index, key[:-1])  # the row one token shorter, as the last step saw it
         carried = self._carried.get(parent_key)
-        if carried is not None and g[-1] not in self._eos_set and ex.goes_on_calmly(g[-1]):
+        if carried is not None and g[-1] not in self._eos_set and ex.goes_on_calmly(g[-1]) and parent_key not in self._closing:
             decision = self._carry_on(index, ex, g, key, parent_key, carried, budget, scores, states, row)
             if decision is not _UNDECIDED:
                 return decision
@@ -762,13 +765,23 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget, committed=committed)
         if carries:
             self._carrying[(index, key)] = state[:3]
-        if allowed is None and starts and self.eos and self._wants_end(scores, row):
-            # EOS is the row's top token but spans remain: it places one now (the model chooses which; for beams its
-            # scores become log probabilities over the starts, see __call__), and finishes it (`_rules`).
+        # A row that wanted to end while spans remained places them and then ends, as it chose to: what it would
+        # write after them is text it never wanted (a model that did not expect them there often goes on wandering).
+        closing = (index, key[:-1]) in self._closing
+        if allowed is None and starts and self.eos and (closing or self._wants_end(scores, row)):
+            # EOS is the row's top token (or was, see `closing`) but spans remain: it places one now (the model chooses
+            # which; for beams its scores become log probabilities over the starts, see __call__), and finishes it
+            # (`_rules`).
             self._ended_into.add((index, key))
             banned_set = set(banned)
             allowed = [t for t in starts if t not in banned_set and (t in opening or not ex.bans(t, (), parts))] or None
-            committed = True
+            committed = closing = allowed is not None
+        elif allowed is None and closing and not starts and tail_start == len(g) and max(state[0], default=0) <= 0:
+            # Every span is in: it ends, unless an earlier processor keeps it from ending (min_new_tokens).
+            allowed = [t for t in self.eos if t < width and scores[row, t].item() != -float("inf")] or None
+            committed = allowed is not None
+        if closing:
+            self._closing_now.add((index, key))
         if allowed is None and ex.has_neighbours:
             banned = banned + [t for t in ex.inventing(g, state[1], self._inventions, state[2]) if t not in opening]
         if allowed is not None:
@@ -956,6 +969,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             else:
                 fallback[row] = starts
         self._states, self._carried = states, self._carrying
+        self._closing, self._closing_now = self._closing_now, set()
         if not forced and not fallback:
             return scores
         # The rows' ceilings go into one buffer kept across steps: a new (rows, V) tensor each step costs more in

@@ -434,6 +434,61 @@ def test_beams_place_a_span_where_the_model_wanted_to_end_not_after_wandering(su
     assert decode(num_beams=4, num_return_sequences=2)[::2] == greedy
 
 
+class _EndsThenWanders(CopyTheSource):
+    """The scripted translation, then EOS on top once; past that step the one ordinary token `wander` is on top: a
+    model that left a placeholder out, wanted to end, and is thrown by what it did not expect into writing on."""
+
+    def __init__(self, targets, eos, wander):
+        super().__init__(targets, eos)
+        self.wander = wander
+
+    def __call__(self, input_ids, scores):
+        out = super().__call__(input_ids, scores)
+        step, per = input_ids.shape[1] - 1, out.shape[0] // len(self.targets)
+        for row in range(out.shape[0]):
+            if step > len(self.targets[row // per]):
+                out[row, self.wander], out[row, self.eos] = 0.0, -1.0
+        return out
+
+
+@pytest.mark.parametrize("settings", [{}, {"num_beams": 4}, {"do_sample": True, "num_return_sequences": 2}],
+                         ids=["greedy", "beam4", "sample-2returns"])
+def test_a_row_that_wanted_to_end_places_the_spans_left_and_ends(subword_tokenizer, settings):
+    """It chose to end: the spans it left out go where it wanted to end, and then it ends, rather than write on
+    through text it never wanted until the length limit (an earlier processor may still keep it from ending)."""
+    tokenizer = subword_tokenizer
+    model = oracle_copy_model(tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    sources = ["Delete %(count)d files from {folder}", "Open {name} and %(count)d more"]
+    written = ["Delete files from the", "Open the and more"]  # the placeholders left out
+    targets = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in written]
+    wander = tokenizer(" the", add_special_tokens=False)["input_ids"][-1]
+    batch = processor(sources, return_tensors="pt", padding=True, protect="placeholders")
+    scripted = LogitsProcessorList([_EndsThenWanders(targets, tokenizer.eos_token_id, wander)])
+    torch.manual_seed(0)
+    outputs = processor.batch_decode(model.generate(**batch, logits_processor=scripted, max_new_tokens=40,
+                                                    **settings), batch)
+    per = len(outputs) // len(sources)
+    for row, output in enumerate(outputs):
+        text = written[row // per]
+        assert output.startswith(text), output
+        placed = output[len(text):].replace(" ", "")  # the spans, in the model's order, and nothing after them
+        assert sorted(extract_placeholders(placed)) == sorted(extract_placeholders(sources[row // per])), output
+        assert placed == "".join(extract_placeholders(placed)), output
+    # An earlier processor that keeps it from ending once it has wanted to end wins over ending
+    eos, wanted = tokenizer.eos_token_id, len(targets[0])
+
+    def no_end_yet(input_ids, scores):
+        if wanted < input_ids.shape[1] - 1 < wanted + 12:
+            scores[:, eos] = -float("inf")
+        return scores
+
+    one = processor(sources[:1], return_tensors="pt", protect="placeholders")
+    script = LogitsProcessorList([_EndsThenWanders(targets[:1], eos, wander), no_end_yet])
+    ids = model.generate(**one, logits_processor=script, max_new_tokens=40, **settings)
+    assert all(eos not in row[1 : wanted + 13] for row in ids.tolist()), ids
+
+
 def test_a_placeholder_never_merges_with_the_text_around_it(tokenizer):
     """A model that wants "s" everywhere: "%1" + "s" would read as "%1s", "%" + "%(n)d" as an escaped percent (the
     sources hold a bare "%", so one may come out)."""
