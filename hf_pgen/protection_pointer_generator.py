@@ -59,9 +59,11 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   starts one regardless. A span is placed whole or not at all: when no remaining span fits whole in `R`, none is
   started and the row may end (the check after generation names what is missing).
 - *End*: EOS is forbidden while a span remains. When EOS is a row's top token, the row starts a span there (the
-  model chooses which), and in any row every allowed start scores at least what EOS did, so beams and samples too
-  place a span where the model would have ended rather than wander on through text it did not want until the
-  budget forces the spans in.
+  model chooses which), places every span that remains the same way, and then ends, as it chose to (unless a
+  processor before this one bans EOS then); in any other row every allowed start scores at least what EOS did. For
+  beams the rows that place spans where they wanted to end get their scores as log probabilities over what they may
+  choose, so a hypothesis is not charged for the rule's choice. Beams and samples too place the spans where the model
+  would have ended rather than wander on through text it did not want until the budget forces the spans in.
 - *Exhausted*: a span emitted as often as the source holds it cannot be emitted again (*No span too often*), and
   tokens whose text starts with the text of the token that would complete it are forbidden too ("sa" for "s").
 - *Neighbours* (`protect="placeholders"`): the decoded text must read as the same placeholders, so right after a
