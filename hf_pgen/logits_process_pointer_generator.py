@@ -125,8 +125,8 @@ class _Example:
     def __init__(self, entry: dict[str, Any], width: int | None):
         self.texts: list[str] = []
         self.counts: list[int] = []
-        # Per span: whether its count is a least, not an exact number (glossary terms: a translation may use a term
-        # more often than the guarantee asks, and nothing bans it then).
+        # Per span: whether its count is a minimum, not an exact number (glossary terms: a translation may use a
+        # term more often than the guarantee asks, and nothing bans it then).
         self.at_least: list[bool] = []
         self.variants: list[list[tuple[int, ...]]] = []
         context_variants: list[list[tuple[int, ...]]] = []
@@ -302,7 +302,7 @@ class _Example:
 
     def left(self, counts: Sequence[int], emitted: Sequence[int]) -> tuple[int, ...]:
         """Remaining per span once `emitted` of `counts` came out: below 0 where a span came out too often, never for
-        a span whose count is a least (it stays at 0)."""
+        a span whose count is a minimum (it stays at 0)."""
         if not self._open_ended:
             return tuple([c - e for c, e in zip(counts, emitted)])
         return tuple([max(c - e, 0) if least else c - e for c, e, least in zip(counts, emitted, self.at_least)])
@@ -777,7 +777,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             allowed = [t for t in starts if t not in banned_set and (t in opening or not ex.bans(t, (), parts))] or None
             committed = closing = allowed is not None
         elif allowed is None and closing and not starts and tail_start == len(g) and max(state[0], default=0) <= 0:
-            # Every span is in: it ends, unless an earlier processor keeps it from ending (min_new_tokens).
+            # Every span is in: it ends, unless a processor before this one bans EOS now.
             allowed = [t for t in self.eos if t < width and scores[row, t].item() != -float("inf")] or None
             committed = allowed is not None
         if closing:
