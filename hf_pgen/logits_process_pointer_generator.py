@@ -587,14 +587,14 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         # (example, ids) -> (remaining, end of the last occurrence, its span) of last step's rows whose rules a child
         # may keep (see _carry_on), and this step's
         self._carried: dict[tuple[int, tuple[int, ...]], tuple] = {}
-        # Rows (example, ids) whose top token was EOS while spans remained, so that they started one instead: the
-        # span started there is the rule's, not the model's, and the row finishes it (see `_rules`).
-        self._ended_into: set[tuple[int, tuple[int, ...]]] = set()
-        # The same for beams and samples: per row, the span starts whose scores were raised to EOS's (__call__).
+        # Per row (example, ids) of beams and samples, the span starts whose scores were raised to EOS's (__call__): a
+        # span started there is the rule's, not the model's, and the row finishes it (see `_rules`), as a row that
+        # wanted to end does (`_closing`).
         self._lifted: dict[tuple[int, tuple[int, ...]], set[int]] = {}
         self._carrying: dict[tuple[int, tuple[int, ...]], tuple] = {}
         self._ruled: set[tuple[int, tuple[int, ...]]] = set()  # this step's rows placing a span the rules chose
-        # Rows (example, ids) that wanted to end while spans remained, last step's and this step's (see `_decide`).
+        # Rows (example, ids) that wanted to end while spans remained and their children since, which place the spans
+        # and then end: last step's and this step's (see `_decide`).
         self._closing: set[tuple[int, tuple[int, ...]]] = set()
         self._closing_now: set[tuple[int, tuple[int, ...]]] = set()
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
@@ -758,21 +758,20 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         state = self._state(index, ex, g, key, states)
         width = scores.shape[-1]
         tail_start = state[3]
-        committed = False
-        if tail_start < len(g):  # a pending tail: did the rule start it (see `_ended_into`)?
-            prefix = (index, tuple(g[:tail_start]))
-            committed = prefix in self._ended_into or g[tail_start] in self._lifted.get(prefix, ())
-        allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget, committed=committed)
-        if carries:
-            self._carrying[(index, key)] = state[:3]
         # A row that wanted to end while spans remained places them and then ends, as it chose to: what it would
         # write after them is text it never wanted (a model that did not expect them there often goes on wandering).
         closing = (index, key[:-1]) in self._closing
+        committed = False
+        if tail_start < len(g):  # a pending tail: did the rule start it?
+            prefix = (index, tuple(g[:tail_start]))
+            committed = closing or g[tail_start] in self._lifted.get(prefix, ())
+        allowed, parts, banned, opening, starts, carries = self._rules(ex, g, *state, budget, committed=committed)
+        if carries:
+            self._carrying[(index, key)] = state[:3]
         if allowed is None and starts and self.eos and (closing or self._wants_end(scores, row)):
             # EOS is the row's top token (or was, see `closing`) but spans remain: it places one now (the model chooses
             # which; for beams its scores become log probabilities over the starts, see __call__), and finishes it
             # (`_rules`).
-            self._ended_into.add((index, key))
             banned_set = set(banned)
             allowed = [t for t in starts if t not in banned_set and (t in opening or not ex.bans(t, (), parts))] or None
             committed = closing = allowed is not None
