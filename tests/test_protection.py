@@ -395,17 +395,25 @@ def test_a_row_that_wants_to_end_places_its_spans_there(copier):
         model.base.final_logits_bias.data -= eos_bias
 
 
-class _WantsToEndOrWander(CopyTheSource):
-    """The scripted translation, then EOS at 0 with one ordinary token (`wander`) at -3 on every step, everything else
-    at -30 to -40: a model that left a placeholder out, wants to end, and would rather wander on than place it."""
+class _LeavesAPlaceholderOut(CopyTheSource):
+    """The scripted translation (which leaves a placeholder out), then EOS at 0, everything else at -30 to -40 but
+    one ordinary token, `wander`: a model that wants to end there. Without `thrown`, `wander` scores -3 on every step
+    (it would rather wander on than place the placeholder); with it, `wander` is on top past the step where it wanted
+    to end (0, EOS -1), as in a model thrown by a placeholder it did not expect into writing on."""
 
-    def __init__(self, targets, eos, wander):
+    def __init__(self, targets, eos, wander, thrown=False):
         super().__init__(targets, eos)
-        self.wander = wander
+        self.wander, self.thrown = wander, thrown
 
     def __call__(self, input_ids, scores):
         out = super().__call__(input_ids, scores)
-        out[:, self.wander] = torch.where(out[:, self.wander] == 0.0, 0.0, -3.0)
+        if not self.thrown:
+            out[:, self.wander] = torch.where(out[:, self.wander] == 0.0, 0.0, -3.0)
+            return out
+        step, per = input_ids.shape[1] - 1, out.shape[0] // len(self.targets)
+        for row in range(out.shape[0]):
+            if step > len(self.targets[row // per]):
+                out[row, self.wander], out[row, self.eos] = 0.0, -1.0
         return out
 
 
@@ -423,7 +431,7 @@ def test_beams_place_a_span_where_the_model_wanted_to_end_not_after_wandering(su
     batch = processor(sources, return_tensors="pt", padding=True, protect="placeholders")
 
     def decode(**settings):
-        scripted = LogitsProcessorList([_WantsToEndOrWander(targets, tokenizer.eos_token_id, wander)])
+        scripted = LogitsProcessorList([_LeavesAPlaceholderOut(targets, tokenizer.eos_token_id, wander)])
         ids = model.generate(**batch, logits_processor=scripted, max_new_tokens=40, **settings)
         return processor.batch_decode(ids, batch)
 
@@ -432,23 +440,6 @@ def test_beams_place_a_span_where_the_model_wanted_to_end_not_after_wandering(su
     assert [o.replace(" ", "") for o in greedy] == ["Deletefilesfromthefolder%(count)d", "Opennow{name}"], greedy
     assert decode(num_beams=4) == greedy
     assert decode(num_beams=4, num_return_sequences=2)[::2] == greedy
-
-
-class _EndsThenWanders(CopyTheSource):
-    """The scripted translation, then EOS on top once; past that step the one ordinary token `wander` is on top: a
-    model that left a placeholder out, wanted to end, and is thrown by what it did not expect into writing on."""
-
-    def __init__(self, targets, eos, wander):
-        super().__init__(targets, eos)
-        self.wander = wander
-
-    def __call__(self, input_ids, scores):
-        out = super().__call__(input_ids, scores)
-        step, per = input_ids.shape[1] - 1, out.shape[0] // len(self.targets)
-        for row in range(out.shape[0]):
-            if step > len(self.targets[row // per]):
-                out[row, self.wander], out[row, self.eos] = 0.0, -1.0
-        return out
 
 
 @pytest.mark.parametrize("settings", [{}, {"num_beams": 4}, {"do_sample": True, "num_return_sequences": 2}],
@@ -464,7 +455,7 @@ def test_a_row_that_wanted_to_end_places_the_spans_left_and_ends(subword_tokeniz
     targets = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in written]
     wander = tokenizer(" the", add_special_tokens=False)["input_ids"][-1]
     batch = processor(sources, return_tensors="pt", padding=True, protect="placeholders")
-    scripted = LogitsProcessorList([_EndsThenWanders(targets, tokenizer.eos_token_id, wander)])
+    scripted = LogitsProcessorList([_LeavesAPlaceholderOut(targets, tokenizer.eos_token_id, wander, thrown=True)])
     torch.manual_seed(0)
     outputs = processor.batch_decode(model.generate(**batch, logits_processor=scripted, max_new_tokens=40,
                                                     **settings), batch)
@@ -484,7 +475,7 @@ def test_a_row_that_wanted_to_end_places_the_spans_left_and_ends(subword_tokeniz
         return scores
 
     one = processor(sources[:1], return_tensors="pt", protect="placeholders")
-    script = LogitsProcessorList([_EndsThenWanders(targets[:1], eos, wander), no_end_yet])
+    script = LogitsProcessorList([_LeavesAPlaceholderOut(targets[:1], eos, wander, thrown=True), no_end_yet])
     ids = model.generate(**one, logits_processor=script, max_new_tokens=40, **settings)
     assert all(eos not in row[1 : wanted + 13] for row in ids.tolist()), ids
 
