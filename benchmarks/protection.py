@@ -35,6 +35,12 @@ section measures that, on the model a user trains:
   the share of outputs that reached the length limit without an EOS, the share keeping exactly the source's
   placeholders (`hf_pgen.metrics.placeholder_preservation`), chrF and BLEU (sacreBLEU, `hf_pgen.metrics`) against
   the references, and chrF of the sources themselves (copy-the-source, the trivial floor) on the same messages.
+* **What the rule engine costs by itself**: the seconds spent inside `ProtectedSpansLogitsProcessor.__call__` during
+  each timed pass (`_engine_clock`), as a share of the with-side's time, and the time ratio less them. The time ratio
+  mixes two things: what protection changes in the outputs (longer, shorter, looping) and the engine's own per-step
+  work; the second is the share, the first is roughly the ratio less it. With it, the decoding steps of each side
+  (the model's forward calls, counted by a forward pre-hook): at batch 16 a batch runs until its longest row ends,
+  and beam search until its hypotheses are done, so steps can move where mean lengths do not.
 
 Targets: time ratio <= 1.10 in all four settings, mean output length within 5% of unprotected, chrF with
 protection not lower than without.
@@ -46,6 +52,7 @@ protection not lower than without.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -224,6 +231,29 @@ def _encode(new_processor, pairs: list[dict], batch_size: int, max_positions: in
     return chunks
 
 
+@contextlib.contextmanager
+def _engine_clock():
+    """Yields a one-item list holding the seconds spent so far inside `ProtectedSpansLogitsProcessor.__call__` (the
+    rule engine's own per-step work), counted while the block runs: every processor generate() builds from
+    `protected_spans` is one of these. The clock costs two `perf_counter` calls a step."""
+    from hf_pgen.logits_process_pointer_generator import ProtectedSpansLogitsProcessor as Processor
+
+    spent, call = [0.0], Processor.__call__
+
+    def timed(self, input_ids, scores):
+        start = time.perf_counter()
+        try:
+            return call(self, input_ids, scores)
+        finally:
+            spent[0] += time.perf_counter() - start
+
+    Processor.__call__ = timed
+    try:
+        yield spent
+    finally:
+        Processor.__call__ = call
+
+
 def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, beams: int, args: Any,
                      max_positions: int, decoding: str = "saved") -> dict:
     dev = args.device
@@ -239,19 +269,34 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
     for fn in calls.values():  # warm-up, untimed: one chunk each
         fn(0)
 
+    marks: list[float] = []  # the engine clock at the start of each pass
+
     def fresh(r: int) -> None:
+        marks.append(engine[0])
         chunks[:] = _encode(new_processor, pairs, batch_size, max_positions, dev)
 
     first: dict[str, list[torch.Tensor]] = {"without": [], "with": []}
     stable = {"without": True, "with": True}
+    steps = {"without": 0, "with": 0}  # decoding steps (the model's forward calls; the encoder is called apart)
+    forwards = [0]
 
     def check(name: str, i: int, result: torch.Tensor) -> None:
+        steps[name] += forwards[0]
+        forwards[0] = 0
         if len(first[name]) <= i:
             first[name].append(result)
         elif not torch.equal(first[name][i], result):
             stable[name] = False
 
-    times, cpu_times = interleaved_parts(calls, len(chunks), args.protection_repeats, dev, check=check, setup=fresh)
+    counting = model.register_forward_pre_hook(lambda module, inputs: forwards.__setitem__(0, forwards[0] + 1))
+    try:
+        with _engine_clock() as engine:
+            times, cpu_times = interleaved_parts(calls, len(chunks), args.protection_repeats, dev, check=check,
+                                                 setup=fresh)
+            marks.append(engine[0])
+    finally:
+        counting.remove()
+    engine_s = [b - a for a, b in zip(marks, marks[1:])]  # per pass (the "without" side builds no processor)
 
     eos, pad = model.generation_config.eos_token_id, model.generation_config.pad_token_id
     eos = eos[0] if isinstance(eos, list) else eos
@@ -304,6 +349,11 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
         "time_ratio": paired_ratio(times["with"], times["without"]),
         "cpu_time_s": {name: summary(v) for name, v in cpu_times.items()},
         "cpu_time_ratio": paired_ratio(cpu_times["with"], cpu_times["without"]),
+        "engine_s_per_pass": engine_s,
+        "engine_share": statistics.median(e / w for e, w in zip(engine_s, times["with"])),
+        "time_ratio_less_engine": paired_ratio([w - e for w, e in zip(times["with"], engine_s)], times["without"]),
+        "steps": steps,
+        "steps_ratio": steps["with"] / steps["without"],
         "length_ratio": outcome["with"]["mean_tokens"] / outcome["without"]["mean_tokens"],
         "outputs_longer_with": longer / len(sources),
         "outputs": outcome,
@@ -411,7 +461,9 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
                 log(f"{'glossary' if glossary else 'protection'}_trained {decoding} batch {batch_size} beams {beams}: "
                     "without "
                     f"{r['time_s']['without']['median']:.2f} s, with {r['time_s']['with']['median']:.2f} s, ratio "
-                    f"{r['time_ratio']['median']:.2f} (CPU time {r['cpu_time_ratio']['median']:.2f}); length ratio "
+                    f"{r['time_ratio']['median']:.2f} (CPU time {r['cpu_time_ratio']['median']:.2f}; engine "
+                    f"{r['engine_share']:.1%} of with, ratio less it {r['time_ratio_less_engine']['median']:.2f}); "
+                    f"steps ratio {r['steps_ratio']:.2f}; length ratio "
                     f"{r['length_ratio']:.2f}; at the limit "
                     f"{o['without']['hit_limit']:.1%} -> {o['with']['hit_limit']:.1%}; placeholders kept "
                     f"{o['without']['placeholders_kept']:.1%} -> {o['with']['placeholders_kept']:.1%}; chrF "

@@ -297,7 +297,10 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
         "the model's positions), no forced length: each side stops by itself. One pass = every chunk of the "
         f"setting; {section['repeats']} passes, the two sides alternating chunk by chunk (ABBA). Time ratio = with / "
         "without, median of the per-pass ratios of wall time; CPU ratio: the same of the process's CPU time, which "
-        "other processes on a shared machine disturb less. Length = generated tokens up to and including EOS, "
+        "other processes on a shared machine disturb less. Engine = the seconds inside the protection processor's "
+        "`__call__` (the rule engine's own per-step work) as a share of the with-side's time, and the time ratio "
+        "less them (what protection's change to the outputs costs); steps ratio: the model's forward calls, with / "
+        "without. Length = generated tokens up to and including EOS, "
         "mean; \"at limit\" = outputs without an EOS within max_new_tokens. Kept = outputs holding exactly the "
         "source's placeholders. chrF (sacreBLEU) against the references; copy-source = the sources themselves."
         + (" Both sides read the sources with their terms written in (the model's annotation); \"with\" also "
@@ -308,9 +311,9 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
         "without.",
         "",
         "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | CPU ratio | "
-        "mean tokens without -> with (ratio) | at limit without -> with | kept without -> with | chrF without -> "
+        "engine share, ratio less it; steps ratio | mean tokens without -> with (ratio) | at limit without -> with | kept without -> with | chrF without -> "
         "with | copy-source chrF |" + (" TSR without -> with |" if terms else ""),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if terms else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if terms else ""),
     ]
     for r in section["results"]:
         a, b, ratio, o = r["time_s"]["without"], r["time_s"]["with"], r["time_ratio"], r["outputs"]
@@ -322,6 +325,8 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
             f"{b['median']:.2f} s [{b['q1']:.2f}, {b['q3']:.2f}] | {ratio['median']:.2f} {_spread(ratio, 2)} "
             f"{_verdict(ratio['median'], targets['protection_trained_time'], False)} | "
             + (f"{r['cpu_time_ratio']['median']:.2f} | " if "cpu_time_ratio" in r else "- | ")
+            + (f"{r['engine_share']:.1%}, {r['time_ratio_less_engine']['median']:.2f}; {r['steps_ratio']:.2f} | "
+               if "engine_share" in r else "- | ")
             + f"{w['mean_tokens']:.1f} -> "
             f"{p['mean_tokens']:.1f} ({r['length_ratio']:.2f}) {'met' if length_ok else '**missed**'} | "
             f"{w['hit_limit_count']} -> {p['hit_limit_count']} ({w['hit_limit']:.1%} -> {p['hit_limit']:.1%}) | "
