@@ -311,8 +311,8 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
         "without.",
         "",
         "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | CPU ratio | "
-        "engine share, ratio less it; steps ratio | mean tokens without -> with (ratio) | at limit without -> with | kept without -> with | chrF without -> "
-        "with | copy-source chrF |" + (" TSR without -> with |" if terms else ""),
+        "engine share, ratio less it; steps ratio | mean tokens without -> with (ratio) | at limit without -> with | "
+        "kept without -> with | chrF without -> with | copy-source chrF |" + (" TSR without -> with |" if terms else ""),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if terms else ""),
     ]
     for r in section["results"]:
