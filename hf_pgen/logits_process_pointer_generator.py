@@ -592,7 +592,6 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         # wanted to end does (`_closing`).
         self._lifted: dict[tuple[int, tuple[int, ...]], set[int]] = {}
         self._carrying: dict[tuple[int, tuple[int, ...]], tuple] = {}
-        self._ruled: set[tuple[int, tuple[int, ...]]] = set()  # this step's rows placing a span the rules chose
         # Rows (example, ids) that wanted to end while spans remained and their children since, which place the spans
         # and then end: last step's and this step's (see `_decide`).
         self._closing: set[tuple[int, tuple[int, ...]]] = set()
@@ -745,22 +744,23 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
     def _decide(
         self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], budget: int | None, scores: torch.Tensor,
         states: dict, row: int,
-    ) -> tuple[torch.Tensor, list[int], list[int] | None, list[int], list[int]] | None:
+    ) -> tuple[torch.Tensor, list[int], list[int] | None, list[int], list[int], bool] | None:
         """What row `g` (row `row` of `scores`) gets, or None when it is left alone: (its (V,) ceiling (see
         `_ceiling`), single ids banned besides, the tokens it must choose among or None when it is only banned some,
-        the span starts a banned row falls back on, ids its ceiling bans that must keep their scores)."""
+        the span starts a banned row falls back on, ids its ceiling bans that must keep their scores, whether what it
+        must choose is the rule's choice rather than the model's (see __call__))."""
         parent_key = (index, key[:-1])  # the row one token shorter, as the last step saw it
+        # A row that wanted to end while spans remained places them and then ends, as it chose to: what it would
+        # write after them is text it never wanted (a model that did not expect them there often goes on wandering).
+        closing = parent_key in self._closing
         carried = self._carried.get(parent_key)
-        if carried is not None and g[-1] not in self._eos_set and ex.goes_on_calmly(g[-1]) and parent_key not in self._closing:
+        if carried is not None and not closing and g[-1] not in self._eos_set and ex.goes_on_calmly(g[-1]):
             decision = self._carry_on(index, ex, g, key, parent_key, carried, budget, scores, states, row)
             if decision is not _UNDECIDED:
                 return decision
         state = self._state(index, ex, g, key, states)
         width = scores.shape[-1]
         tail_start = state[3]
-        # A row that wanted to end while spans remained places them and then ends, as it chose to: what it would
-        # write after them is text it never wanted (a model that did not expect them there often goes on wandering).
-        closing = (index, key[:-1]) in self._closing
         committed = False
         if tail_start < len(g):  # a pending tail: did the rule start it?
             prefix = (index, tuple(g[:tail_start]))
@@ -792,9 +792,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             kept = [t for t in allowed if t not in banned_set and (t in opening or not any(
                 t in ex.components[p] for p in parts if p != ex.stray_part))]
             kept = kept or allowed
-            if committed:  # the span is the rule's choice, not the model's (see __call__)
-                self._ruled.add((index, key))
-            return self._ceiling(ex, None, frozenset(kept), scores), (), kept, [], []
+            return self._ceiling(ex, None, frozenset(kept), scores), (), kept, [], [], committed
         banned_set = set(banned)
         restore = [t for t in opening if t < width and t not in banned_set and any(t in ex.components[p] for p in parts)]
         return self._banned(ex, index, frozenset(parts), banned, starts, scores, restore)
@@ -835,7 +833,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
     def _banned(
         self, ex: _Example, index: int, parts: frozenset[int], banned: list[int], starts: list[int],
         scores: torch.Tensor, restore: list[int],
-    ) -> tuple[torch.Tensor, list[int], None, list[int], list[int]] | None:
+    ) -> tuple[torch.Tensor, list[int], None, list[int], list[int], bool] | None:
         """The decision of a row that is only banned ids (ban components `parts`, single ids `banned`, except the ids
         `restore`), or None when that bans nothing below V."""
         width = scores.shape[-1]
@@ -846,7 +844,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 return None
             ceiling = self._ceilings[("free",)]
             restore = []
-        return ceiling, singles, None, [t for t in starts if t < width], restore
+        return ceiling, singles, None, [t for t in starts if t < width], restore, False
 
     def _wants_end(self, scores: torch.Tensor, row: int) -> bool:
         """Whether EOS is row `row`'s highest-scoring token; all rows at once, the first time a step asks."""
@@ -932,10 +930,11 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         keep_ids: list[int] = []
         forced: dict[int, list[int]] = {}  # row -> the tokens it must choose among
         fallback: dict[int, list[int]] = {}  # banned row -> the span starts to fall back on
+        ruled: list[int] = []  # forced rows whose choice is the rule's, not the model's
         last = len(self.examples) - 1
         for ex in self.examples:
             ex.next_step()
-        self._carrying, self._ruled = {}, set()
+        self._carrying = {}
         row_keys: list[tuple[int, tuple[int, ...]] | None] = [None] * rows
         # Rows that have ended (greedy search and sampling keep padding them; the first id is the decoder start,
         # which may be EOS): left alone, found for all rows at once.
@@ -956,7 +955,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 decision = decisions[(index, key)] = self._decide(index, ex, g, key, budget, scores, states, row)
             if decision is None:
                 continue
-            ceilings[row], singles, allowed, starts, restore = decision
+            ceilings[row], singles, allowed, starts, restore, by_rule = decision
             if restore:
                 keep_rows += [row] * len(restore)
                 keep_ids += restore
@@ -965,6 +964,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 ban_ids += singles
             if allowed is not None:
                 forced[row] = allowed
+                if by_rule:
+                    ruled.append(row)
             else:
                 fallback[row] = starts
         self._states, self._carried = states, self._carrying
@@ -1007,7 +1008,6 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                     out[row, fallback[row]] = 0.0
                 else:
                     out[row] = scores[row]
-        ruled = [row for row in forced if row_keys[row] in self._ruled]
         if ruled:
             # A row that must start a span where it wanted to end, or finish one started there, has its scores made log
             # probabilities over what it may choose: placing the span there is the rule's choice, so beam search must
