@@ -727,6 +727,52 @@ def test_a_row_that_goes_on_calmly_gets_what_the_full_rules_give(request, monkey
     assert len(decided) >= 10 and len(taken) > len(decided)  # the shortcut decided rows, and handed some back
 
 
+def test_a_mark_or_a_token_that_reads_as_nothing_is_decided_by_the_full_rules(subword_tokenizer, monkeypatch):
+    """The shortcut of a row that keeps its parent's rules (`_carry_on`) takes no token that reads as a placeholder
+    mark ("%", "{", ".", "://" ...) or as nothing (special tokens): before a span still to start, a mark changes which
+    starts read cleanly ("50%" + "%(count)d" is an escaped percent); right after a span, a token that reads as nothing
+    keeps the span's neighbour bans (a URL's). Taking them as calm would decide such rows differently: this test
+    would see it."""
+    from hf_pgen.logits_process_pointer_generator import _Example
+    from hf_pgen.protection_pointer_generator import _UNCALM_RE
+
+    tokenizer = subword_tokenizer
+    processor = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
+    entries = processor(["Delete 50%(count)d of the files at https://example.com/a"], protect="placeholders")[
+        "protected_spans"]
+    eos = tokenizer.eos_token_id
+    spans = entries[0]["spans"]  # (a URL: the text after it must not extend it)
+    own = {t for span in spans for sequence in span["sequences"] for t in sequence}
+    words = tokenizer(" the files", add_special_tokens=False)["input_ids"]
+    marks = [i for i in range(len(tokenizer)) if i not in tokenizer.all_special_ids and i not in own
+             and _UNCALM_RE.search(tokenizer.decode([i]))] + [t for t in tokenizer.all_special_ids if t != eos]
+    calm = {"careless": lambda self, token: token not in self.own_tokens, "never": lambda self, token: False}
+
+    def last_step(prefix: list[int], patch_with: str | None = None) -> tuple[torch.Tensor, list]:
+        """The scores for `prefix` + each mark, after stepping through `prefix`; the shortcut's decisions there."""
+        protection = ProtectedSpansLogitsProcessor(entries, eos_token_id=eos, max_new_tokens=40)
+        taken = []
+        carry_on = protection._carry_on
+        protection._carry_on = lambda *args: taken.append(carry_on(*args)) or taken[-1]
+        rng = torch.Generator().manual_seed(0)
+        with monkeypatch.context() as patch:
+            if patch_with:
+                patch.setattr(_Example, "goes_on_calmly", calm[patch_with])
+            for n in range(1, len(prefix) + 1):
+                protection(torch.tensor([prefix[:n]]), torch.randn(1, len(tokenizer), generator=rng))
+            taken.clear()
+            rows = torch.tensor([prefix + [t] for t in marks])
+            return protection(rows, torch.randn(len(marks), len(tokenizer), generator=rng)), taken
+
+    for prefix in ([eos] + words, [eos] + [t for span in spans for t in span["sequences"][0]]):
+        fast, taken = last_step(prefix)
+        full, _ = last_step(prefix, "never")
+        careless, taken_carelessly = last_step(prefix, "careless")
+        assert not taken and taken_carelessly  # the parent's rules carry over, but not to these tokens
+        assert torch.equal(fast, full)
+        assert not torch.equal(careless, full)
+
+
 def test_the_vocabulary_is_read_once_per_processor(copier, monkeypatch):
     from hf_pgen import protection_pointer_generator as protection
 
