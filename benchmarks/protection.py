@@ -351,6 +351,8 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
         "cpu_time_ratio": paired_ratio(cpu_times["with"], cpu_times["without"]),
         "engine_s_per_pass": engine_s,
         "engine_share": statistics.median(e / w for e, w in zip(engine_s, times["with"])),
+        # per decoding step: what the engine costs whatever the model (its share falls as the model's step grows)
+        "engine_ms_per_step": 1e3 * sum(engine_s) / max(steps["with"], 1),
         "time_ratio_less_engine": paired_ratio([w - e for w, e in zip(times["with"], engine_s)], times["without"]),
         "steps": steps,
         "steps_ratio": steps["with"] / steps["without"],
@@ -462,7 +464,8 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
                     "without "
                     f"{r['time_s']['without']['median']:.2f} s, with {r['time_s']['with']['median']:.2f} s, ratio "
                     f"{r['time_ratio']['median']:.2f} (CPU time {r['cpu_time_ratio']['median']:.2f}; engine "
-                    f"{r['engine_share']:.1%} of with, ratio less it {r['time_ratio_less_engine']['median']:.2f}); "
+                    f"{r['engine_share']:.1%} of with, {r['engine_ms_per_step']:.2f} ms a step, ratio less it "
+                    f"{r['time_ratio_less_engine']['median']:.2f}); "
                     f"steps ratio {r['steps_ratio']:.2f}; length ratio "
                     f"{r['length_ratio']:.2f}; at the limit "
                     f"{o['without']['hit_limit']:.1%} -> {o['with']['hit_limit']:.1%}; placeholders kept "

@@ -31,6 +31,11 @@ def _spread(s: dict, digits: int = 3) -> str:
     return f"[{s['q1']:.{digits}f}, {s['q3']:.{digits}f}]"
 
 
+def _per_step(result: dict) -> str:
+    """" (0.20 ms)": the protection engine's milliseconds per decoding step (runs before it was recorded: "")."""
+    return f" ({result['engine_ms_per_step']:.2f} ms)" if "engine_ms_per_step" in result else ""
+
+
 def _verdict(value: float, target: float, higher_is_better: bool) -> str:
     ok = value >= target if higher_is_better else value <= target
     return "met" if ok else "**missed**"
@@ -311,7 +316,8 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
         "without.",
         "",
         "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | CPU ratio | "
-        "engine share, ratio less it; steps ratio | mean tokens without -> with (ratio) | at limit without -> with | "
+        "engine share (ms a step), ratio less it; steps ratio | mean tokens without -> with (ratio) | at limit "
+        "without -> with | "
         "kept without -> with | chrF without -> with | copy-source chrF |" + (" TSR without -> with |" if terms else ""),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if terms else ""),
     ]
@@ -325,8 +331,8 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
             f"{b['median']:.2f} s [{b['q1']:.2f}, {b['q3']:.2f}] | {ratio['median']:.2f} {_spread(ratio, 2)} "
             f"{_verdict(ratio['median'], targets['protection_trained_time'], False)} | "
             + (f"{r['cpu_time_ratio']['median']:.2f} | " if "cpu_time_ratio" in r else "- | ")
-            + (f"{r['engine_share']:.1%}, {r['time_ratio_less_engine']['median']:.2f}; {r['steps_ratio']:.2f} | "
-               if "engine_share" in r else "- | ")
+            + (f"{r['engine_share']:.1%}{_per_step(r)}, {r['time_ratio_less_engine']['median']:.2f}; "
+               f"{r['steps_ratio']:.2f} | " if "engine_share" in r else "- | ")
             + f"{w['mean_tokens']:.1f} -> "
             f"{p['mean_tokens']:.1f} ({r['length_ratio']:.2f}) {'met' if length_ok else '**missed**'} | "
             f"{w['hit_limit_count']} -> {p['hit_limit_count']} ({w['hit_limit']:.1%} -> {p['hit_limit']:.1%}) | "
