@@ -446,6 +446,9 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
         "decodings": {name: DECODINGS[name] for name in args.protection_decodings},
         "results": [],
     }
+    # Every call gives max_new_tokens: the saved max_length (for calls without a length; the report above keeps it)
+    # would only make Transformers warn on every call that both are set. The CLI does the same.
+    model.generation_config.max_length = None
     log(f"protection_trained: {report['model']['folder']}, {len(pairs)} messages (batch 1: {len(batch1)}), "
         f"{args.protection_repeats} interleaved passes per setting")
     for decoding in args.protection_decodings:
