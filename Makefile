@@ -63,6 +63,7 @@ test-fast: setup
 
 quality: setup
 	$(VENV)/bin/ruff check hf_pgen training benchmarks experiments tests
+	$(VENV)/bin/ruff format --check hf_pgen training benchmarks experiments tests
 
 benchmark: setup
 	$(VENV)/bin/python -m benchmarks.run

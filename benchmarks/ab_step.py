@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", default="HEAD", help="git revision to compare the working tree with")
     parser.add_argument(
-        "--size", default="small", choices=[*SIZES, *CHECKPOINTS],
+        "--size",
+        default="small",
+        choices=[*SIZES, *CHECKPOINTS],
         help="BART shapes of benchmarks.workloads.SIZES, or a checkpoint's shape (opus-mt: Helsinki-NLP/opus-mt-en-de's "
         "Marian; t5-small; bart-base; --vocab is ignored), built from a config",
     )
@@ -79,8 +81,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--source-length", type=int, default=256)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=2, help="fresh builds, the copy models' order alternating")
-    parser.add_argument("--generate", type=int, default=0, metavar="N",
-                        help="time generate() of N new tokens (--steps calls per model) instead of one step")
+    parser.add_argument(
+        "--generate",
+        type=int,
+        default=0,
+        metavar="N",
+        help="time generate() of N new tokens (--steps calls per model) instead of one step",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = model_config(args.size, args.vocab, args.source_length)
@@ -113,17 +120,25 @@ def main(argv: list[str] | None = None) -> dict:
     names = ["base", *wrappers]
     mean = {name: statistics.fmean(r[name] for r in rounds) for name in names}
     median_difference = statistics.median(r["working tree"] - r[args.against] for r in rounds)
-    result = {"rows": f"{args.batch} x {args.beams}", "max_logit_difference": difference, "steps_ms": {},
-              "rounds_ms": [{name: r[name] * 1e3 for name in names} for r in rounds]}
+    result = {
+        "rows": f"{args.batch} x {args.beams}",
+        "max_logit_difference": difference,
+        "steps_ms": {},
+        "rounds_ms": [{name: r[name] * 1e3 for name in names} for r in rounds],
+    }
     what = f"generate({args.generate} new tokens) calls" if args.generate else "steps"
-    print(f"{args.size}, batch {args.batch} x {args.beams} rows per source, {args.steps} {what} each (median), "
-          f"mean of {args.rounds} rounds:")
+    print(
+        f"{args.size}, batch {args.batch} x {args.beams} rows per source, {args.steps} {what} each (median), "
+        f"mean of {args.rounds} rounds:"
+    )
     for name in names:
         result["steps_ms"][name] = mean[name] * 1e3
         extra = "" if name == "base" else f"   extra {(mean[name] - mean['base']) * 1e3:.3f} ms"
         print(f"  {name:>14}: {mean[name] * 1e3:8.3f} ms{extra}")
     per_round = ", ".join(f"{(r['working tree'] - r[args.against]) * 1e3:+.3f}" for r in rounds)
-    print(f"  working tree - {args.against}, per round (the working tree built last in rounds 1, 3, ...): {per_round} ms")
+    print(
+        f"  working tree - {args.against}, per round (the working tree built last in rounds 1, 3, ...): {per_round} ms"
+    )
     print(f"  working tree - {args.against}, median over rounds: {median_difference * 1e3:+.3f} ms")
     result["median_difference_ms"] = median_difference * 1e3
     print(f"  the copy models' log-probabilities differ by at most {difference:.3g}")
@@ -135,8 +150,13 @@ def _time_generate_in_rotation(models: dict, config, args) -> dict:
     after 2 warm-up rounds."""
     input_ids, extended = make_source(args.batch, args.source_length, config.vocab_size, seed=2)
     source = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
-    settings = dict(max_new_tokens=args.generate, min_new_tokens=args.generate, num_beams=args.beams,
-                    do_sample=False, use_cache=True)
+    settings = dict(
+        max_new_tokens=args.generate,
+        min_new_tokens=args.generate,
+        num_beams=args.beams,
+        do_sample=False,
+        use_cache=True,
+    )
     names = list(models)
     times = {name: [] for name in names}
     with torch.no_grad():
@@ -164,6 +184,7 @@ def _max_logit_difference(states: dict, next_token: torch.Tensor, copy_models: l
     if not torch.equal(torch.isfinite(b), finite):
         return float("inf")
     return (a[finite] - b[finite]).abs().max().item()
+
 
 if __name__ == "__main__":
     main()

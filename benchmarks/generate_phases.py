@@ -75,20 +75,31 @@ def main(argv: list[str] | None = None) -> dict:
     # The per-step extra that would meet the target if the first token's extra stayed as it is.
     allowed_step = (allowed - (first["pg"] - first["base"])) / (n - 1)
     result = {
-        "rows": f"{args.batch} x {args.beams}", "new_tokens": n,
+        "rows": f"{args.batch} x {args.beams}",
+        "new_tokens": n,
         "generate_ms": {f"{kind}@{tokens}": value for (kind, tokens), value in ms.items()},
-        "first_token_ms": first, "further_step_ms": step,
-        "allowed_extra_ms": allowed, "allowed_step_extra_ms": allowed_step,
+        "first_token_ms": first,
+        "further_step_ms": step,
+        "allowed_extra_ms": allowed,
+        "allowed_step_extra_ms": allowed_step,
     }
     print(f"{args.size}, batch {args.batch} x {args.beams} beams, {args.repeats} rounds (medians):")
-    print(f"  first token:    base {first['base']:8.2f} ms   copy {first['pg']:8.2f} ms   "
-          f"extra {first['pg'] - first['base']:+.2f} ms")
-    print(f"  further step:   base {step['base']:8.2f} ms   copy {step['pg']:8.2f} ms   "
-          f"extra {step['pg'] - step['base']:+.3f} ms   ratio {step['base'] / step['pg']:.3f}")
-    print(f"  {n} tokens:      base {ms[('base', n)]:8.2f} ms   copy {ms[('pg', n)]:8.2f} ms   "
-          f"extra {ms[('pg', n)] - ms[('base', n)]:+.2f} ms   ratio {ms[('base', n)] / ms[('pg', n)]:.3f}")
-    print(f"  for >= {_TARGET_RATIO} over {n} tokens copying may add {allowed:.2f} ms: with the first token's extra "
-          f"as it is, at most {allowed_step:.3f} ms per further step")
+    print(
+        f"  first token:    base {first['base']:8.2f} ms   copy {first['pg']:8.2f} ms   "
+        f"extra {first['pg'] - first['base']:+.2f} ms"
+    )
+    print(
+        f"  further step:   base {step['base']:8.2f} ms   copy {step['pg']:8.2f} ms   "
+        f"extra {step['pg'] - step['base']:+.3f} ms   ratio {step['base'] / step['pg']:.3f}"
+    )
+    print(
+        f"  {n} tokens:      base {ms[('base', n)]:8.2f} ms   copy {ms[('pg', n)]:8.2f} ms   "
+        f"extra {ms[('pg', n)] - ms[('base', n)]:+.2f} ms   ratio {ms[('base', n)] / ms[('pg', n)]:.3f}"
+    )
+    print(
+        f"  for >= {_TARGET_RATIO} over {n} tokens copying may add {allowed:.2f} ms: with the first token's extra "
+        f"as it is, at most {allowed_step:.3f} ms per further step"
+    )
     return result
 
 

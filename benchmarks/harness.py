@@ -64,7 +64,12 @@ def summary(values: list[float]) -> dict:
     else:
         q1 = q3 = values[0]
     return {
-        "median": statistics.median(values), "q1": q1, "q3": q3, "min": values[0], "max": values[-1], "n": len(values)
+        "median": statistics.median(values),
+        "q1": q1,
+        "q3": q3,
+        "min": values[0],
+        "max": values[-1],
+        "n": len(values),
     }
 
 

@@ -41,7 +41,6 @@ __all__ = ["CHECK_TOLERANCE", "bench_mixture", "check_close"]
 CHECK_TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 
 
-
 # -- what else the copy step and the full mixture are compared with -------------------------------------------------
 
 
@@ -107,15 +106,18 @@ def check_close(ours: torch.Tensor, ref: torch.Tensor, what: str) -> dict:
 def _copy_step(log_p_vocab, copy_args, switch_logit, min_run_time: float) -> dict:
     checks = {
         "mix_into_log_probs vs loop": check_close(
-            mix_into_log_probs(log_p_vocab.clone(), *copy_args), reference_copy_step(log_p_vocab, *copy_args),
+            mix_into_log_probs(log_p_vocab.clone(), *copy_args),
+            reference_copy_step(log_p_vocab, *copy_args),
             "mix_into_log_probs",
         ),
         "tuned loop vs loop": check_close(
-            reference_copy_step_tuned(log_p_vocab, *copy_args), reference_copy_step(log_p_vocab, *copy_args),
+            reference_copy_step_tuned(log_p_vocab, *copy_args),
+            reference_copy_step(log_p_vocab, *copy_args),
             "tuned loop",
         ),
         "vectorized vs loop": check_close(
-            _vectorized_copy_step(log_p_vocab, *copy_args), reference_copy_step(log_p_vocab, *copy_args),
+            _vectorized_copy_step(log_p_vocab, *copy_args),
+            reference_copy_step(log_p_vocab, *copy_args),
             "vectorized copy step",
         ),
     }
@@ -209,8 +211,9 @@ def bench_mixture(args: Any) -> list[dict]:
         )
         with torch.no_grad():
             log_p_vocab = padded_log_softmax(vocab_logits, slots)  # (B, T, V + N)
-            copy_step = _copy_step(log_p_vocab, (pointer_attention, extended, switch_logit), switch_logit,
-                                   args.min_run_time)
+            copy_step = _copy_step(
+                log_p_vocab, (pointer_attention, extended, switch_logit), switch_logit, args.min_run_time
+            )
             del log_p_vocab
         full = _full_mixture(vocab_logits, pointer_attention, extended, switch_logit, labels, slots, args.min_run_time)
         results.append(

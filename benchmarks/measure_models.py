@@ -116,7 +116,10 @@ def bench_generation(size: str, args: Any) -> list[dict]:
             )
             times = interleaved(
                 {kind: (lambda kind=kind: models[kind].generate(**inputs[kind], **settings)) for kind in models},
-                args.repeats, args.warmup_gen, dev, check=_check_length(new_tokens),
+                args.repeats,
+                args.warmup_gen,
+                dev,
+                check=_check_length(new_tokens),
             )
             rates = {kind: [batch * new_tokens / t for t in v] for kind, v in times.items()}
             results.append(

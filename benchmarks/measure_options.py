@@ -34,8 +34,11 @@ from .workloads import bart_config, build, make_labels, make_source, protection_
 
 __all__ = ["COPY_OPTIONS", "bench_copy_info", "bench_copy_options", "bench_protection", "copy_info_support"]
 
-COPY_OPTIONS = {"selective_read": {"selective_read": True}, "copy_next": {"copy_next": True},
-                "both": {"selective_read": True, "copy_next": True}}
+COPY_OPTIONS = {
+    "selective_read": {"selective_read": True},
+    "copy_next": {"copy_next": True},
+    "both": {"selective_read": True, "copy_next": True},
+}
 
 PROTECTION_VOCAB = 8000  # the main job's word-level vocabulary
 PROTECTION_TOKENS = (8, 48)  # source lengths (tokens) of the messages used: typical messages, none truncated
@@ -134,11 +137,19 @@ def bench_copy_info(size: str, args: Any) -> dict:
         return report
     for batch in args.gen_batches:
         input_ids, extended = make_source(batch, source_len, vocab, seed=2)
-        inputs = dict(input_ids=input_ids.to(dev), attention_mask=torch.ones_like(input_ids).to(dev),
-                      extended_input_ids=extended.to(dev))
+        inputs = dict(
+            input_ids=input_ids.to(dev),
+            attention_mask=torch.ones_like(input_ids).to(dev),
+            extended_input_ids=extended.to(dev),
+        )
         for beams in (1, 4):
-            settings = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=beams, do_sample=False,
-                            return_dict_in_generate=True)
+            settings = dict(
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                num_beams=beams,
+                do_sample=False,
+                return_dict_in_generate=True,
+            )
             calls = {
                 "off": lambda: model.generate(**inputs, **settings),
                 "on": lambda: model.generate(**inputs, **settings, output_copy_info=True),
@@ -173,8 +184,12 @@ def bench_copy_options(size: str, args: Any) -> list[dict]:
     config = bart_config(size, vocab, max(source_len, 64))
     input_ids, extended = make_source(args.batch, 64, vocab, seed=1)
     labels = make_labels(extended, 64, vocab, seed=1)
-    train_inputs = dict(input_ids=input_ids.to(dev), attention_mask=torch.ones_like(input_ids).to(dev),
-                        extended_input_ids=extended.to(dev), labels=labels.to(dev))
+    train_inputs = dict(
+        input_ids=input_ids.to(dev),
+        attention_mask=torch.ones_like(input_ids).to(dev),
+        extended_input_ids=extended.to(dev),
+        labels=labels.to(dev),
+    )
     results = []
     for option, settings in COPY_OPTIONS.items():
         models = {"off": build("pg", config, dev), "on": build("pg", config, dev, **settings)}
@@ -192,25 +207,44 @@ def bench_copy_options(size: str, args: Any) -> list[dict]:
             optimizers[kind].zero_grad(set_to_none=True)
 
         times = interleaved({k: (lambda k=k: train_step(k)) for k in models}, args.repeats, args.warmup, dev)
-        results.append({"option": option, "what": "training step", "batch": args.batch, "num_beams": None,
-                        "time_s": {k: summary(v) for k, v in times.items()},
-                        "time_ratio": paired_ratio(times["on"], times["off"])})
+        results.append(
+            {
+                "option": option,
+                "what": "training step",
+                "batch": args.batch,
+                "num_beams": None,
+                "time_s": {k: summary(v) for k, v in times.items()},
+                "time_ratio": paired_ratio(times["on"], times["off"]),
+            }
+        )
         for model in models.values():
             model.eval()
         for batch in args.gen_batches:
             input_ids, extended = make_source(batch, source_len, vocab, seed=2)
-            inputs = dict(input_ids=input_ids.to(dev), attention_mask=torch.ones_like(input_ids).to(dev),
-                          extended_input_ids=extended.to(dev))
+            inputs = dict(
+                input_ids=input_ids.to(dev),
+                attention_mask=torch.ones_like(input_ids).to(dev),
+                extended_input_ids=extended.to(dev),
+            )
             for beams in (1, 4):
                 settings_ = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=beams, do_sample=False)
                 calls = {k: (lambda k=k: models[k].generate(**inputs, **settings_)) for k in models}
                 times = interleaved(calls, args.repeats, args.warmup_gen, dev, check=_generated(new_tokens))
-                results.append({"option": option, "what": "generate()", "batch": batch, "num_beams": beams,
-                                "time_s": {k: summary(v) for k, v in times.items()},
-                                "time_ratio": paired_ratio(times["on"], times["off"])})
+                results.append(
+                    {
+                        "option": option,
+                        "what": "generate()",
+                        "batch": batch,
+                        "num_beams": beams,
+                        "time_s": {k: summary(v) for k, v in times.items()},
+                        "time_ratio": paired_ratio(times["on"], times["off"]),
+                    }
+                )
         for r in results[-5:]:
-            log(f"copy option {option} {size} {r['what']} batch {r['batch']} beams {r['num_beams']}: "
-                f"ratio {r['time_ratio']['median']:.3f}")
+            log(
+                f"copy option {option} {size} {r['what']} batch {r['batch']} beams {r['num_beams']}: "
+                f"ratio {r['time_ratio']['median']:.3f}"
+            )
         del models, optimizers
         gc.collect()
     for r in results:

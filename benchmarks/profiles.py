@@ -58,8 +58,12 @@ def bench_profile(args: Any) -> Path:
             opt.zero_grad(set_to_none=True)
 
         step()
-        sections.append((f"training step: {kind}, {size}, length {length}, vocab {vocab}, batch {args.batch}",
-                         _profile_table(step, 1, rows=30)))
+        sections.append(
+            (
+                f"training step: {kind}, {size}, length {length}, vocab {vocab}, batch {args.batch}",
+                _profile_table(step, 1, rows=30),
+            )
+        )
         log(f"profiled training step {kind}")
         del model, opt
         gc.collect()
@@ -69,13 +73,18 @@ def bench_profile(args: Any) -> Path:
         gen_ids, gen_ext = make_source(gen_batch, args.gen_source_length, args.gen_vocab, seed=2)
         gen_ids, gen_ext = gen_ids.to(dev), gen_ext.to(dev)
         gen_inputs = {"base": dict(input_ids=gen_ids), "pg": dict(input_ids=gen_ids, extended_input_ids=gen_ext)}
-        settings = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, num_beams=beams,
-                        do_sample=False)
+        settings = dict(
+            max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, num_beams=beams, do_sample=False
+        )
         for kind, model in gen_models.items():
             model.generate(**gen_inputs[kind], **settings)
-            sections.append((f"generation: {kind}, {size}, batch {gen_batch}, beams {beams}, {args.new_tokens} new "
-                             f"tokens, source {args.gen_source_length}, vocab {args.gen_vocab}",
-                             _profile_table(lambda: model.generate(**gen_inputs[kind], **settings), calls, rows=30)))
+            sections.append(
+                (
+                    f"generation: {kind}, {size}, batch {gen_batch}, beams {beams}, {args.new_tokens} new "
+                    f"tokens, source {args.gen_source_length}, vocab {args.gen_vocab}",
+                    _profile_table(lambda: model.generate(**gen_inputs[kind], **settings), calls, rows=30),
+                )
+            )
             log(f"profiled generation {kind} batch {gen_batch} beams {beams}")
     del gen_models
     gc.collect()
@@ -87,12 +96,21 @@ def bench_profile(args: Any) -> Path:
             fresh = [lp.clone() for _ in range(calls + 1)]  # mix_into_log_probs works in place: one clone per call
             # The loop issues ~1M tiny ops per call: one call keeps the profiler's event list (and memory) small.
             for name, fn, n_calls in (
-                ("copy step: mix_into_log_probs (on a fresh clone, clone not profiled)",
-                 lambda: mix_into_log_probs(fresh.pop(), at, ext, sw), calls),
-                ("copy step: loop reference over (example, source position)",
-                 lambda: reference_copy_step(lp, at, ext, sw), 1),
-                ("full: extended_log_probs (log_softmax included)",
-                 lambda: extended_log_probs(vl, at, ext, sw, slots), calls),
+                (
+                    "copy step: mix_into_log_probs (on a fresh clone, clone not profiled)",
+                    lambda: mix_into_log_probs(fresh.pop(), at, ext, sw),
+                    calls,
+                ),
+                (
+                    "copy step: loop reference over (example, source position)",
+                    lambda: reference_copy_step(lp, at, ext, sw),
+                    1,
+                ),
+                (
+                    "full: extended_log_probs (log_softmax included)",
+                    lambda: extended_log_probs(vl, at, ext, sw, slots),
+                    calls,
+                ),
                 ("full: gold_log_probs", lambda: gold_log_probs(vl, at, ext, sw, lab), calls),
             ):
                 fn()

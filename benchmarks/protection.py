@@ -110,15 +110,32 @@ def train_command(output_dir: Path, steps: int = DEFAULT_STEPS, tokenizer_type: 
     args = recipe(steps, None, 1, 16)
     args = [a for a in args if a not in ("--do_predict", "--predict_with_generate")]
     return [
-        sys.executable, "-m", "training.run_translation", *args,
-        "--train_tokenizer", "--tokenizer_type", tokenizer_type, "--tokenizer_vocab_size", str(VOCAB_SIZE),
-        "--copy_mechanism", "--save_strategy", "no", "--disable_tqdm", "true",
-        "--output_dir", str(output_dir), "--overwrite_output_dir",
+        sys.executable,
+        "-m",
+        "training.run_translation",
+        *args,
+        "--train_tokenizer",
+        "--tokenizer_type",
+        tokenizer_type,
+        "--tokenizer_vocab_size",
+        str(VOCAB_SIZE),
+        "--copy_mechanism",
+        "--save_strategy",
+        "no",
+        "--disable_tqdm",
+        "true",
+        "--output_dir",
+        str(output_dir),
+        "--overwrite_output_dir",
     ]
 
 
-def train_model(steps: int = DEFAULT_STEPS, tokenizer_type: str = DEFAULT_TOKENIZER, output_dir: Path | None = None,
-                force: bool = False) -> Path:
+def train_model(
+    steps: int = DEFAULT_STEPS,
+    tokenizer_type: str = DEFAULT_TOKENIZER,
+    output_dir: Path | None = None,
+    force: bool = False,
+) -> Path:
     """Train the benchmark's model unless a complete one is already there; returns its folder.
 
     Runs `train_command` in a child process with one torch thread (OMP_NUM_THREADS=1), its output in
@@ -131,10 +148,17 @@ def train_model(steps: int = DEFAULT_STEPS, tokenizer_type: str = DEFAULT_TOKENI
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     command = train_command(output_dir, steps, tokenizer_type)
     log_path = output_dir.with_name(output_dir.name + ".log")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    log(f"training the protection benchmark's model ({tokenizer_type}, {steps} steps, one thread) into {output_dir}; "
-        f"log: {log_path}")
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    log(
+        f"training the protection benchmark's model ({tokenizer_type}, {steps} steps, one thread) into {output_dir}; "
+        f"log: {log_path}"
+    )
 
     def git(*words: str) -> str:
         return subprocess.run(["git", *words], cwd=REPO, capture_output=True, text=True).stdout.strip()
@@ -149,19 +173,30 @@ def train_model(steps: int = DEFAULT_STEPS, tokenizer_type: str = DEFAULT_TOKENI
         raise RuntimeError(f"training failed (exit {done.returncode}); see {log_path}")
     metrics = output_dir / "all_results.json"
     results = json.loads(metrics.read_text()) if metrics.is_file() else {}
-    (output_dir / MARKER).write_text(json.dumps({
-        "command": " ".join(["python", *command[1:]]).replace(f"{REPO}{os.sep}", ""), "steps": steps,
-        "tokenizer_type": tokenizer_type,
-        "wall_s": round(wall, 1), "git_commit": commit,
-        "hf_pgen_or_training_changed_since_commit": changed, "torch": torch.__version__,
-        "train_loss": results.get("train_loss"), "train_runtime_s": results.get("train_runtime"),
-    }, indent=1) + "\n")
+    (output_dir / MARKER).write_text(
+        json.dumps(
+            {
+                "command": " ".join(["python", *command[1:]]).replace(f"{REPO}{os.sep}", ""),
+                "steps": steps,
+                "tokenizer_type": tokenizer_type,
+                "wall_s": round(wall, 1),
+                "git_commit": commit,
+                "hf_pgen_or_training_changed_since_commit": changed,
+                "torch": torch.__version__,
+                "train_loss": results.get("train_loss"),
+                "train_runtime_s": results.get("train_runtime"),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     log(f"trained in {wall / 60:.1f} min (train loss {results.get('train_loss')})")
     return output_dir
 
 
-def resolve_model(model: str | Path | None, train: bool, steps: int = DEFAULT_STEPS,
-                  tokenizer_type: str = DEFAULT_TOKENIZER) -> tuple[Path | None, str | None]:
+def resolve_model(
+    model: str | Path | None, train: bool, steps: int = DEFAULT_STEPS, tokenizer_type: str = DEFAULT_TOKENIZER
+) -> tuple[Path | None, str | None]:
     """(folder, None), or (None, why there is no model). `model` wins; else the cached model of the recipe, trained
     first when `train`."""
     if model is not None:
@@ -174,8 +209,10 @@ def resolve_model(model: str | Path | None, train: bool, steps: int = DEFAULT_ST
         return folder, None
     if train:
         return train_model(steps, tokenizer_type), None
-    return None, (f"no trained model at {folder.relative_to(REPO)}: add --train to build it (~6-9 min on one core) or "
-                  "pass --model DIR (e.g. outputs/main/pgen-subword after `make main`)")
+    return None, (
+        f"no trained model at {folder.relative_to(REPO)}: add --train to build it (~6-9 min on one core) or "
+        "pass --model DIR (e.g. outputs/main/pgen-subword after `make main`)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -220,7 +257,7 @@ def _encode(new_processor, pairs: list[dict], batch_size: int, max_positions: in
     (the glossary section) are decoded with their term bases, the others with protected placeholders."""
     processor, chunks = new_processor(), []
     for start in range(0, len(pairs), batch_size):
-        part = pairs[start:start + batch_size]
+        part = pairs[start : start + batch_size]
         texts = [p["en"] for p in part]
         guard = {"glossary": [p["terms"] for p in part]} if "terms" in part[0] else {"protect": "placeholders"}
         protected = processor(texts, **guard, return_tensors="pt", padding=True).to(device)
@@ -254,8 +291,16 @@ def _engine_clock():
         Processor.__call__ = call
 
 
-def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, beams: int, args: Any,
-                     max_positions: int, decoding: str = "saved") -> dict:
+def _measure_setting(
+    model,
+    new_processor,
+    pairs: list[dict],
+    batch_size: int,
+    beams: int,
+    args: Any,
+    max_positions: int,
+    decoding: str = "saved",
+) -> dict:
     dev = args.device
     sources, references = [p["en"] for p in pairs], [p["de"] for p in pairs]
     processor = new_processor()  # decodes (its caches play no part there)
@@ -291,8 +336,9 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
     counting = model.register_forward_pre_hook(lambda module, inputs: forwards.__setitem__(0, forwards[0] + 1))
     try:
         with _engine_clock() as engine:
-            times, cpu_times = interleaved_parts(calls, len(chunks), args.protection_repeats, dev, check=check,
-                                                 setup=fresh)
+            times, cpu_times = interleaved_parts(
+                calls, len(chunks), args.protection_repeats, dev, check=check, setup=fresh
+            )
             marks.append(engine[0])
     finally:
         counting.remove()
@@ -324,12 +370,21 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
         if "terms" in pairs[0]:
             outcome[name]["term_success_rate"] = term_success_rate(sources, decoded, [p["terms"] for p in pairs])
     limits = [c["limit"] for c in chunks for _ in c["texts"]]
-    unfinished_with = [i for i, (n, lim) in enumerate(zip(outcome["with"]["tokens"], limits))
-                       if n >= lim and outcome["with"]["tokens"][i] > outcome["without"]["tokens"][i]]
+    unfinished_with = [
+        i
+        for i, (n, lim) in enumerate(zip(outcome["with"]["tokens"], limits))
+        if n >= lim and outcome["with"]["tokens"][i] > outcome["without"]["tokens"][i]
+    ]
     looping = [
-        {"source": sources[i], "reference": references[i], "without": texts_out["without"][i],
-         "with": texts_out["with"][i], "tokens_without": outcome["without"]["tokens"][i],
-         "tokens_with": outcome["with"]["tokens"][i], "limit": limits[i]}
+        {
+            "source": sources[i],
+            "reference": references[i],
+            "without": texts_out["without"][i],
+            "with": texts_out["with"][i],
+            "tokens_without": outcome["without"]["tokens"][i],
+            "tokens_with": outcome["with"]["tokens"][i],
+            "limit": limits[i],
+        }
         for i in unfinished_with[:5]
     ]
     longer = sum(a > b for a, b in zip(outcome["with"]["tokens"], outcome["without"]["tokens"]))
@@ -340,8 +395,11 @@ def _measure_setting(model, new_processor, pairs: list[dict], batch_size: int, b
         "num_beams": beams,
         "messages": len(sources),
         "chunks": len(chunks),
-        "max_new_tokens": {"rule": "min(2 x longest source in the chunk + 10, positions - 1)",
-                           "min": min(limits), "max": max(limits)},
+        "max_new_tokens": {
+            "rule": "min(2 x longest source in the chunk + 10, positions - 1)",
+            "min": min(limits),
+            "max": max(limits),
+        },
         "spans": sum(len(entry["spans"]) for c in chunks for entry in c["with"]["protected_spans"]),
         "time_s": {name: summary(v) for name, v in times.items()},
         "time_s_per_pass": times,
@@ -417,6 +475,7 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
         reason = f"{folder} holds a {model.config.model_type} model, not a pointer-generator"
         log(f"protection_trained: not measured: {reason}")
         return {"available": False, "reason": reason, "results": []}
+
     def new_processor() -> PointerGeneratorProcessor:
         return PointerGeneratorProcessor.from_model(model, tokenizer)
 
@@ -436,12 +495,16 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
             "parameters": sum(p.numel() for p in model.parameters()),
             "vocab_size": model.config.vocab_size,
             "tokenizer": type(tokenizer.backend_tokenizer.model).__name__
-            if hasattr(tokenizer, "backend_tokenizer") else type(tokenizer).__name__,
+            if hasattr(tokenizer, "backend_tokenizer")
+            else type(tokenizer).__name__,
             "generation_config": {k: v for k, v in generation.items() if k != "transformers_version"},
         },
-        "sources": {"messages": len(pairs), "batch1_messages": len(batch1),
-                    "selection": f"test-split messages {_HOLDING[glossary]}, at most {max_positions} tokens, spread "
-                                 f"evenly in corpus order; batch 1: every {BATCH1_EVERY}th of them"},
+        "sources": {
+            "messages": len(pairs),
+            "batch1_messages": len(batch1),
+            "selection": f"test-split messages {_HOLDING[glossary]}, at most {max_positions} tokens, spread "
+            f"evenly in corpus order; batch 1: every {BATCH1_EVERY}th of them",
+        },
         "repeats": args.protection_repeats,
         "decodings": {name: DECODINGS[name] for name in args.protection_decodings},
         "results": [],
@@ -449,21 +512,22 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
     # Every call gives max_new_tokens: the saved max_length (for calls without a length; the report above keeps it)
     # would only make Transformers warn on every call that both are set. The CLI does the same.
     model.generation_config.max_length = None
-    log(f"protection_trained: {report['model']['folder']}, {len(pairs)} messages (batch 1: {len(batch1)}), "
-        f"{args.protection_repeats} interleaved passes per setting")
+    log(
+        f"protection_trained: {report['model']['folder']}, {len(pairs)} messages (batch 1: {len(batch1)}), "
+        f"{args.protection_repeats} interleaved passes per setting"
+    )
     for decoding in args.protection_decodings:
         for batch_size, subset in ((1, batch1), (16, pairs)):
             for beams in (1, 4):
                 t0 = time.perf_counter()
-                r = _measure_setting(model, new_processor, subset, batch_size, beams, args, max_positions,
-                                     decoding)
+                r = _measure_setting(model, new_processor, subset, batch_size, beams, args, max_positions, decoding)
                 report["results"].append(r)
                 o = r["outputs"]
                 tsr = ""
                 if glossary:
-                    tsr = (f"; TSR {o['without']['term_success_rate']:.3f} -> "
-                           f"{o['with']['term_success_rate']:.3f}")
-                log(f"{'glossary' if glossary else 'protection'}_trained {decoding} batch {batch_size} beams {beams}: "
+                    tsr = f"; TSR {o['without']['term_success_rate']:.3f} -> {o['with']['term_success_rate']:.3f}"
+                log(
+                    f"{'glossary' if glossary else 'protection'}_trained {decoding} batch {batch_size} beams {beams}: "
                     "without "
                     f"{r['time_s']['without']['median']:.2f} s, with {r['time_s']['with']['median']:.2f} s, ratio "
                     f"{r['time_ratio']['median']:.2f} (CPU time {r['cpu_time_ratio']['median']:.2f}; engine "
@@ -474,7 +538,8 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
                     f"{o['without']['hit_limit']:.1%} -> {o['with']['hit_limit']:.1%}; placeholders kept "
                     f"{o['without']['placeholders_kept']:.1%} -> {o['with']['placeholders_kept']:.1%}; chrF "
                     f"{o['without']['chrf']:.1f} -> {o['with']['chrf']:.1f} (copy-source "
-                    f"{r['copy_source_chrf']:.1f}){tsr} [{time.perf_counter() - t0:.0f} s]")
+                    f"{r['copy_source_chrf']:.1f}){tsr} [{time.perf_counter() - t0:.0f} s]"
+                )
     del model
     gc.collect()
     return report
@@ -483,8 +548,11 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.protection", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.protection",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--train", action="store_true", help="train the model if it is not cached yet")
     parser.add_argument("--force", action="store_true", help="train again even if it is cached")
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)

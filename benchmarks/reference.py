@@ -130,8 +130,9 @@ def reference_gold(
     out = vocab_logits.new_empty(batch, target_len)
     for b in range(batch):
         for t in range(target_len):
-            dist = _row_distribution(vocab_logits, pointer_attention, extended_input_ids, switch_logit, b, t,
-                                     vocab + num_slots)
+            dist = _row_distribution(
+                vocab_logits, pointer_attention, extended_input_ids, switch_logit, b, t, vocab + num_slots
+            )
             out[b, t] = dist[labels[b, t]].log()
     return out
 

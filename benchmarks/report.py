@@ -32,7 +32,7 @@ def _spread(s: dict, digits: int = 3) -> str:
 
 
 def _per_step(result: dict) -> str:
-    """" (0.20 ms)": the protection engine's milliseconds per decoding step (runs before it was recorded: "")."""
+    """ " (0.20 ms)": the protection engine's milliseconds per decoding step (runs before it was recorded: "")."""
     return f" ({result['engine_ms_per_step']:.2f} ms)" if "engine_ms_per_step" in result else ""
 
 
@@ -54,10 +54,13 @@ def _header(report: dict) -> list[str]:
         f"at end {', '.join(f'{x:.2f}' for x in report['load_average_at_end'])}.",
         "",
         f"Command: `{report['command']}`; run time {report['run_time_s'] / 60:.1f} min."
-        + (f" {report['settings']['repeats']} measured repeats after {report['settings']['warmup']} warm-up steps, "
-           "base and pointer-generator interleaved (ABBA). Ratios are medians of the per-repeat paired ratios "
-           "(pointer-generator / base), spread = [Q1, Q3] of those ratios."
-           if any(report.get(k) for k in ("training", "generation", "protection", "copy_info")) else ""),
+        + (
+            f" {report['settings']['repeats']} measured repeats after {report['settings']['warmup']} warm-up steps, "
+            "base and pointer-generator interleaved (ABBA). Ratios are medians of the per-repeat paired ratios "
+            "(pointer-generator / base), spread = [Q1, Q3] of those ratios."
+            if any(report.get(k) for k in ("training", "generation", "protection", "copy_info"))
+            else ""
+        ),
         "",
         f"Peak memory method: {report['memory_method']}.",
         "",
@@ -102,8 +105,11 @@ def _generation(report: dict, targets: dict) -> list[str]:
     vocabs = {r["vocab"] for r in report["generation"]}
     vocab = f"vocab {g0['vocab'] // 1024}K" if len(vocabs) == 1 else "each shape's own vocabulary"
     wanted = {_generation_target(r["size"], targets) for r in report["generation"]}
-    target = f">= {wanted.pop()}" if len(wanted) == 1 else (
-        f">= {targets['generation']} (BART shapes), >= {_checkpoints_target(targets)} (checkpoints)")
+    target = (
+        f">= {wanted.pop()}"
+        if len(wanted) == 1
+        else (f">= {targets['generation']} (BART shapes), >= {_checkpoints_target(targets)} (checkpoints)")
+    )
     lines = [
         f"## Generation (KV cache, {g0['new_tokens']} new tokens forced with min_new_tokens = max_new_tokens, "
         f"source length {g0['source_length']} with 5% OOV words, {vocab})",
@@ -248,10 +254,10 @@ def _protection(report: dict, targets: dict) -> list[str]:
         "",
         f"One untrained pointer-generator ({p0['size']}, word-level vocabulary of {p0['vocab']} trained on the "
         "embedded corpus, as the main job's), real test-split messages that hold placeholders; "
-        f"`processor(texts, protect=\"placeholders\", return_tensors=\"pt\", padding=True)`, then "
+        f'`processor(texts, protect="placeholders", return_tensors="pt", padding=True)`, then '
         f"`model.generate(**batch)` against the same batch without its `protected_spans` key, {p0['new_tokens']} new "
         "tokens forced with min_new_tokens = max_new_tokens, interleaved (ABBA). Time ratio = with / without, "
-        f"median of the per-repeat ratios. Target: time ratio <= {targets['protection_time']}. \"Kept\": share of "
+        f'median of the per-repeat ratios. Target: time ratio <= {targets["protection_time"]}. "Kept": share of '
         "outputs holding exactly the source's placeholders (the protection at work in what was timed). Encode: one "
         "processor call (Timer), without / with `protect`.",
         "",
@@ -284,15 +290,23 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
         return lines + [f"Not measured: {section['reason']}.", ""]
     m, src = section["model"], section["sources"]
     trained = m.get("trained_by") or {}
-    made = (f"trained by `python -m benchmarks.protection --train --steps {trained['steps']}` "
-            f"(`training.run_translation` with the main job's recipe, {trained['tokenizer_type']} tokenizer; the full "
-            f"command is in the JSON; {trained['wall_s'] / 60:.1f} min, commit {trained['git_commit'][:7]})"
-            if trained else "an existing folder")
-    gen = ", ".join(f"{k}={v}" for k, v in sorted(m["generation_config"].items())
-                    if k in ("no_repeat_ngram_size", "oov_copy_limit", "repetition_penalty", "length_penalty"))
-    decodings = {"plain": "*plain*: no n-gram blocking nor OOV copy limit (`training.run_translation` without the "
-                          "main job's decoding flags, where protected outputs loop more)",
-                 "saved": f"*saved*: the model's own generation config ({gen or 'defaults'})"}
+    made = (
+        f"trained by `python -m benchmarks.protection --train --steps {trained['steps']}` "
+        f"(`training.run_translation` with the main job's recipe, {trained['tokenizer_type']} tokenizer; the full "
+        f"command is in the JSON; {trained['wall_s'] / 60:.1f} min, commit {trained['git_commit'][:7]})"
+        if trained
+        else "an existing folder"
+    )
+    gen = ", ".join(
+        f"{k}={v}"
+        for k, v in sorted(m["generation_config"].items())
+        if k in ("no_repeat_ngram_size", "oov_copy_limit", "repetition_penalty", "length_penalty")
+    )
+    decodings = {
+        "plain": "*plain*: no n-gram blocking nor OOV copy limit (`training.run_translation` without the "
+        "main job's decoding flags, where protected outputs loop more)",
+        "saved": f"*saved*: the model's own generation config ({gen or 'defaults'})",
+    }
     lines += [
         f"Model `{m['folder']}` ({m['parameters']:,} parameters, {m['tokenizer']} vocabulary of {m['vocab_size']}), "
         f"{made}. Decodings: "
@@ -306,10 +320,14 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
         "`__call__` (the rule engine's own per-step work) as a share of the with-side's time, and the time ratio "
         "less them (what protection's change to the outputs costs); steps ratio: the model's forward calls, with / "
         "without. Length = generated tokens up to and including EOS, "
-        "mean; \"at limit\" = outputs without an EOS within max_new_tokens. Kept = outputs holding exactly the "
+        'mean; "at limit" = outputs without an EOS within max_new_tokens. Kept = outputs holding exactly the '
         "source's placeholders. chrF (sacreBLEU) against the references; copy-source = the sources themselves."
-        + (" Both sides read the sources with their terms written in (the model's annotation); \"with\" also "
-           "guarantees them. TSR: WMT's term success rate." if terms else ""),
+        + (
+            ' Both sides read the sources with their terms written in (the model\'s annotation); "with" also '
+            "guarantees them. TSR: WMT's term success rate."
+            if terms
+            else ""
+        ),
         "",
         f"Targets: time ratio <= {targets['protection_trained_time']}, mean length within "
         f"{(targets['protection_length'] - 1) * 100:.0f}% of unprotected, chrF with protection not lower than "
@@ -318,7 +336,8 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
         "| decoding | batch | beams | msgs | without [Q1, Q3] | with [Q1, Q3] | time ratio [Q1, Q3] | CPU ratio | "
         "engine share (ms a step), ratio less it; steps ratio | mean tokens without -> with (ratio) | at limit "
         "without -> with | "
-        "kept without -> with | chrF without -> with | copy-source chrF |" + (" TSR without -> with |" if terms else ""),
+        "kept without -> with | chrF without -> with | copy-source chrF |"
+        + (" TSR without -> with |" if terms else ""),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if terms else ""),
     ]
     for r in section["results"]:
@@ -331,8 +350,12 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
             f"{b['median']:.2f} s [{b['q1']:.2f}, {b['q3']:.2f}] | {ratio['median']:.2f} {_spread(ratio, 2)} "
             f"{_verdict(ratio['median'], targets['protection_trained_time'], False)} | "
             + (f"{r['cpu_time_ratio']['median']:.2f} | " if "cpu_time_ratio" in r else "- | ")
-            + (f"{r['engine_share']:.1%}{_per_step(r)}, {r['time_ratio_less_engine']['median']:.2f}; "
-               f"{r['steps_ratio']:.2f} | " if "engine_share" in r else "- | ")
+            + (
+                f"{r['engine_share']:.1%}{_per_step(r)}, {r['time_ratio_less_engine']['median']:.2f}; "
+                f"{r['steps_ratio']:.2f} | "
+                if "engine_share" in r
+                else "- | "
+            )
             + f"{w['mean_tokens']:.1f} -> "
             f"{p['mean_tokens']:.1f} ({r['length_ratio']:.2f}) {'met' if length_ok else '**missed**'} | "
             f"{w['hit_limit_count']} -> {p['hit_limit_count']} ({w['hit_limit']:.1%} -> {p['hit_limit']:.1%}) | "
@@ -341,21 +364,28 @@ def _protection_trained(report: dict, targets: dict, key: str = "protection_trai
             f"{r['copy_source_chrf']:.1f} |"
             + (f" {w['term_success_rate']:.3f} -> {p['term_success_rate']:.3f} |" if terms else "")
         )
-    ranked = sorted(section["results"], key=lambda r: (r["batch"] != 16, r["num_beams"] != 4,
-                                                        r.get("decoding", "saved") != "plain"))
+    ranked = sorted(
+        section["results"], key=lambda r: (r["batch"] != 16, r["num_beams"] != 4, r.get("decoding", "saved") != "plain")
+    )
     examples = [(r, e) for r in ranked[:1] for e in r["looping_with_examples"]][:3]
     if examples:
         r = examples[0][0]
-        lines += ["", "Outputs that ran to the limit with protection and stopped without it "
-                  f"({r.get('decoding', 'saved')}, batch {r['batch']}, beam {r['num_beams']}; the first three):", ""]
+        lines += [
+            "",
+            "Outputs that ran to the limit with protection and stopped without it "
+            f"({r.get('decoding', 'saved')}, batch {r['batch']}, beam {r['num_beams']}; the first three):",
+            "",
+        ]
 
         def code(text: str) -> str:
             return "`" + text.replace("`", "'").replace("\n", " ") + "`"
 
         for _, e in examples:
-            lines += [f"* source: {code(e['source'])}", f"  * without ({e['tokens_without']} tokens): "
-                      f"{code(e['without'])}", f"  * with ({e['tokens_with']} tokens, limit {e['limit']}): "
-                      f"{code(e['with'])}"]
+            lines += [
+                f"* source: {code(e['source'])}",
+                f"  * without ({e['tokens_without']} tokens): {code(e['without'])}",
+                f"  * with ({e['tokens_with']} tokens, limit {e['limit']}): {code(e['with'])}",
+            ]
     return lines + [""]
 
 
@@ -399,8 +429,10 @@ def _copy_options(report: dict) -> list[str]:
     ]
     for r in results:
         a, b, ratio = r["time_s"]["off"], r["time_s"]["on"], r["time_ratio"]
-        lines.append(f"| {r['option']} | {r['size']} | {r['what']} | {r['batch']} | {r['num_beams'] or ''} | "
-                     f"{_time(a['median'])} | {_time(b['median'])} | {ratio['median']:.3f} {_spread(ratio)} |")
+        lines.append(
+            f"| {r['option']} | {r['size']} | {r['what']} | {r['batch']} | {r['num_beams'] or ''} | "
+            f"{_time(a['median'])} | {_time(b['median'])} | {ratio['median']:.3f} {_spread(ratio)} |"
+        )
     return lines + [""]
 
 
@@ -433,42 +465,107 @@ def _panels(report: dict) -> list[tuple]:
     targets, panels = report["targets"], []
     if report.get("training"):
         labels = [f"{r['size']}\nL{r['length']} V{r['vocab'] // 1024}K" for r in report["training"]]
-        panels.append(("Training step time (PG / base)", labels, [r["time_ratio"] for r in report["training"]],
-                       targets["train_time"], False))
-        panels.append(("Peak training memory (PG / base)", labels,
-                       [{"median": r["memory_ratio"], "q1": r["memory_ratio"], "q3": r["memory_ratio"]}
-                        for r in report["training"]], targets["train_memory"], False))
+        panels.append(
+            (
+                "Training step time (PG / base)",
+                labels,
+                [r["time_ratio"] for r in report["training"]],
+                targets["train_time"],
+                False,
+            )
+        )
+        panels.append(
+            (
+                "Peak training memory (PG / base)",
+                labels,
+                [
+                    {"median": r["memory_ratio"], "q1": r["memory_ratio"], "q3": r["memory_ratio"]}
+                    for r in report["training"]
+                ],
+                targets["train_memory"],
+                False,
+            )
+        )
     if report.get("generation"):
         labels = [f"{r['size']}\nb{r['batch']} beam{r['num_beams']}" for r in report["generation"]]
-        panels.append(("Generation throughput (PG / base)", labels,
-                       [r["throughput_ratio"] for r in report["generation"]],
-                       _generation_target(report["generation"][0]["size"], targets), True))
+        panels.append(
+            (
+                "Generation throughput (PG / base)",
+                labels,
+                [r["throughput_ratio"] for r in report["generation"]],
+                _generation_target(report["generation"][0]["size"], targets),
+                True,
+            )
+        )
     if report.get("step"):
         labels = [f"{r['size']}\nb{r['batch']} beam{r['num_beams']}" for r in report["step"]]
-        panels.append(("One decoding step, base time / PG time", labels,
-                       [{"median": r["step_ratio"], "q1": r["step_ratio"], "q3": r["step_ratio"]}
-                        for r in report["step"]], None, True))
+        panels.append(
+            (
+                "One decoding step, base time / PG time",
+                labels,
+                [{"median": r["step_ratio"], "q1": r["step_ratio"], "q3": r["step_ratio"]} for r in report["step"]],
+                None,
+                True,
+            )
+        )
     if report.get("protection"):
         labels = [f"b{r['batch']} beam{r['num_beams']}" for r in report["protection"]]
-        panels.append(("Generation time, protected / unprotected", labels,
-                       [r["time_ratio"] for r in report["protection"]], targets["protection_time"], False))
+        panels.append(
+            (
+                "Generation time, protected / unprotected",
+                labels,
+                [r["time_ratio"] for r in report["protection"]],
+                targets["protection_time"],
+                False,
+            )
+        )
     trained = report.get("protection_trained")
     if trained and trained["available"]:
         labels = [f"{r.get('decoding', 'saved')}\nb{r['batch']} beam{r['num_beams']}" for r in trained["results"]]
-        panels.append(("Trained model, held-out messages:\ngeneration time, protected / unprotected", labels,
-                       [r["time_ratio"] for r in trained["results"]], targets["protection_trained_time"], False))
-        panels.append(("Trained model, held-out messages:\nmean output length, protected / unprotected", labels,
-                       [{"median": r["length_ratio"], "q1": r["length_ratio"], "q3": r["length_ratio"]}
-                        for r in trained["results"]], targets["protection_length"], False))
+        panels.append(
+            (
+                "Trained model, held-out messages:\ngeneration time, protected / unprotected",
+                labels,
+                [r["time_ratio"] for r in trained["results"]],
+                targets["protection_trained_time"],
+                False,
+            )
+        )
+        panels.append(
+            (
+                "Trained model, held-out messages:\nmean output length, protected / unprotected",
+                labels,
+                [
+                    {"median": r["length_ratio"], "q1": r["length_ratio"], "q3": r["length_ratio"]}
+                    for r in trained["results"]
+                ],
+                targets["protection_length"],
+                False,
+            )
+        )
     if report.get("copy_info") and report["copy_info"]["available"]:
         results = report["copy_info"]["results"]
-        panels.append(("Generation time, copy info on / off", [f"b{r['batch']} beam{r['num_beams']}" for r in results],
-                       [r["time_ratio"] for r in results], None, False))
+        panels.append(
+            (
+                "Generation time, copy info on / off",
+                [f"b{r['batch']} beam{r['num_beams']}" for r in results],
+                [r["time_ratio"] for r in results],
+                None,
+                False,
+            )
+        )
     if report.get("mixture"):
         labels = [f"copy step\nT={r['target_length']}" for r in report["mixture"]]
         stats = [r["copy_step"]["speedup"][f"{COPY_OURS} vs loop"] for r in report["mixture"]]
-        panels.append(("Copy step: mix_into_log_probs speed-up over the\n(example, source position) loop (x)",
-                       labels, stats, targets["mixture_speedup"], True))
+        panels.append(
+            (
+                "Copy step: mix_into_log_probs speed-up over the\n(example, source position) loop (x)",
+                labels,
+                stats,
+                targets["mixture_speedup"],
+                True,
+            )
+        )
     return panels
 
 
@@ -483,7 +580,7 @@ def plot(report: dict, path: Path) -> None:
     cols = min(2, len(panels))
     rows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.2 * rows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (title, labels, stats, target, higher) in zip(axes.flat, panels):
         medians = [s["median"] for s in stats]
@@ -494,8 +591,13 @@ def plot(report: dict, path: Path) -> None:
             colors = ["tab:green" if (m >= target if higher else m <= target) else "tab:red" for m in medians]
         ax.bar(range(len(medians)), medians, yerr=err, capsize=3, color=colors)
         for i, m in enumerate(medians):
-            ax.annotate(f"{m:.0f}x" if "speed-up" in title else f"{m:.3f}", (i, m), textcoords="offset points",
-                        xytext=(8, 2), fontsize=7)
+            ax.annotate(
+                f"{m:.0f}x" if "speed-up" in title else f"{m:.3f}",
+                (i, m),
+                textcoords="offset points",
+                xytext=(8, 2),
+                fontsize=7,
+            )
         if target is not None:
             ax.axhline(target, color="black", linestyle="--", linewidth=1, label=f"target {target:g}")
             ax.legend(fontsize=8)
@@ -508,8 +610,10 @@ def plot(report: dict, path: Path) -> None:
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_title(title, fontsize=10)
     m = report["machine"]
-    fig.suptitle(f"{m['cpu']} ({m['cores_available']} cores, torch {m['torch']}, {m['device']}) - "
-                 f"{report['finished']}", fontsize=9)
+    fig.suptitle(
+        f"{m['cpu']} ({m['cores_available']} cores, torch {m['torch']}, {m['device']}) - {report['finished']}",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

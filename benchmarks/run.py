@@ -77,8 +77,18 @@ TARGETS = {
     "protection_chrf": 0.0,
     "mixture_speedup": 100.0,
 }
-SECTIONS = ("training", "generation", "step", "protection", "copy_info", "mixture", "profile", "protection_trained",
-            "glossary_trained", "copy_options")
+SECTIONS = (
+    "training",
+    "generation",
+    "step",
+    "protection",
+    "copy_info",
+    "mixture",
+    "profile",
+    "protection_trained",
+    "glossary_trained",
+    "copy_options",
+)
 DEFAULT_SECTIONS = "training,generation,step,protection,copy_info,mixture"
 
 
@@ -90,55 +100,101 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--quick", action="store_true", help="small smoke run of every section (~2-3 min on CPU)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="output folder (default benchmarks/results/; --quick: benchmarks/results/quick/; with "
-                        "--only, a subfolder named for the sections, e.g. results/copy_info+protection/)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="measured interleaved repeats per model or option (default 5; quick 2)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default benchmarks/results/; --quick: benchmarks/results/quick/; with "
+        "--only, a subfolder named for the sections, e.g. results/copy_info+protection/)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="measured interleaved repeats per model or option (default 5; quick 2)",
+    )
     parser.add_argument("--warmup", type=int, default=None, help="warm-up training steps per model (default 2)")
-    parser.add_argument("--step-repeats", type=int, default=None,
-                        help="measured decoding steps per model in the step section (default 400; quick 20)")
-    parser.add_argument("--min-run-time", type=float, default=None,
-                        help="seconds of timed calls per mixture function (Timer.blocked_autorange; default 2, quick "
-                        "0.2)")
-    parser.add_argument("--sizes", default=None,
-                        help="comma list of BART shapes (small, medium) or checkpoints' shapes (opus-mt, t5-small, "
-                        "bart-base: their own vocabularies, --vocabs and --gen-vocab ignored) (default: small on CPU, "
-                        "small,medium on CUDA)")
+    parser.add_argument(
+        "--step-repeats",
+        type=int,
+        default=None,
+        help="measured decoding steps per model in the step section (default 400; quick 20)",
+    )
+    parser.add_argument(
+        "--min-run-time",
+        type=float,
+        default=None,
+        help="seconds of timed calls per mixture function (Timer.blocked_autorange; default 2, quick 0.2)",
+    )
+    parser.add_argument(
+        "--sizes",
+        default=None,
+        help="comma list of BART shapes (small, medium) or checkpoints' shapes (opus-mt, t5-small, "
+        "bart-base: their own vocabularies, --vocabs and --gen-vocab ignored) (default: small on CPU, "
+        "small,medium on CUDA)",
+    )
     parser.add_argument("--lengths", default="64,256", help="source = target lengths for training")
     parser.add_argument("--vocabs", default="8192,32768", help="vocabulary sizes for training")
     parser.add_argument("--batch", type=int, default=32, help="training and mixture batch size")
-    parser.add_argument("--only", default=DEFAULT_SECTIONS,
-                        help=f"comma list of sections: {', '.join(SECTIONS)} (default: all but profile and "
-                        "protection_trained; profile writes profile.txt: op tables of one training step at the largest "
-                        "length/vocab, of generate() and of the mixture)")
+    parser.add_argument(
+        "--only",
+        default=DEFAULT_SECTIONS,
+        help=f"comma list of sections: {', '.join(SECTIONS)} (default: all but profile and "
+        "protection_trained; profile writes profile.txt: op tables of one training step at the largest "
+        "length/vocab, of generate() and of the mixture)",
+    )
     parser.add_argument("--new-tokens", type=int, default=None, help="generated tokens (default 32 on CPU, 64 on CUDA)")
-    parser.add_argument("--control", action="store_true",
-                        help="generation: also time a second copy of the base and report its ratio to the base (what "
-                        "the instrument reads when nothing differs, in the same run); 1.5x the section's time")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="generation: also time a second copy of the base and report its ratio to the base (what "
+        "the instrument reads when nothing differs, in the same run); 1.5x the section's time",
+    )
     parser.add_argument("--gen-source-length", type=int, default=256)
     parser.add_argument("--gen-batches", default="1,16", help="comma list of generation (and step) batch sizes")
     parser.add_argument("--gen-vocab", type=int, default=32768)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     trained = parser.add_argument_group("protection_trained (benchmarks/protection.py)")
-    trained.add_argument("--model", default=None,
-                         help="a trained pointer-generator folder to decode with (e.g. outputs/main/pgen-subword); "
-                         "default: the section's own model in outputs/benchmarks/")
-    trained.add_argument("--train", action="store_true",
-                         help="train the section's own model first if it is not there yet (~6-9 min on one core)")
-    trained.add_argument("--protection-train-steps", type=int, default=DEFAULT_STEPS,
-                         help=f"training steps of the section's own model (default {DEFAULT_STEPS}; each value is "
-                         "its own cached folder)")
-    trained.add_argument("--protection-messages", type=int, default=None,
-                         help="held-out messages decoded at batch 16 (default 160; quick 32); batch 1 decodes every "
-                         "fifth")
-    trained.add_argument("--protection-repeats", type=int, default=None,
-                         help="interleaved passes over the messages per setting and side (default 3; quick 1)")
-    trained.add_argument("--dictionary", default=FREEDICT_ENG_DEU,
-                         help="glossary_trained: the dictionary the test term bases come from (make dictionary)")
-    trained.add_argument("--protection-decodings", default="plain,saved",
-                         help="comma list: plain (no n-gram blocking nor OOV copy limit), saved "
-                         "(the model's own generation config)")
+    trained.add_argument(
+        "--model",
+        default=None,
+        help="a trained pointer-generator folder to decode with (e.g. outputs/main/pgen-subword); "
+        "default: the section's own model in outputs/benchmarks/",
+    )
+    trained.add_argument(
+        "--train",
+        action="store_true",
+        help="train the section's own model first if it is not there yet (~6-9 min on one core)",
+    )
+    trained.add_argument(
+        "--protection-train-steps",
+        type=int,
+        default=DEFAULT_STEPS,
+        help=f"training steps of the section's own model (default {DEFAULT_STEPS}; each value is "
+        "its own cached folder)",
+    )
+    trained.add_argument(
+        "--protection-messages",
+        type=int,
+        default=None,
+        help="held-out messages decoded at batch 16 (default 160; quick 32); batch 1 decodes every fifth",
+    )
+    trained.add_argument(
+        "--protection-repeats",
+        type=int,
+        default=None,
+        help="interleaved passes over the messages per setting and side (default 3; quick 1)",
+    )
+    trained.add_argument(
+        "--dictionary",
+        default=FREEDICT_ENG_DEU,
+        help="glossary_trained: the dictionary the test term bases come from (make dictionary)",
+    )
+    trained.add_argument(
+        "--protection-decodings",
+        default="plain,saved",
+        help="comma list: plain (no n-gram blocking nor OOV copy limit), saved (the model's own generation config)",
+    )
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda but CUDA is not available")
@@ -150,8 +206,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"unknown size {size!r}; choose from {', '.join((*SIZES, *CHECKPOINTS))}")
     args.only = set(args.only.split(","))
     if args.only - set(SECTIONS):
-        parser.error(f"unknown section(s) {', '.join(sorted(args.only - set(SECTIONS)))}; choose from "
-                     f"{', '.join(SECTIONS)}")
+        parser.error(
+            f"unknown section(s) {', '.join(sorted(args.only - set(SECTIONS)))}; choose from {', '.join(SECTIONS)}"
+        )
     args.lengths = [int(x) for x in args.lengths.split(",")]
     args.vocabs = [int(x) for x in args.vocabs.split(",")]
     args.gen_batches = [int(x) for x in args.gen_batches.split(",")]
@@ -179,8 +236,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     results = Path(__file__).resolve().parent / "results"
     default_out = results / "quick" if args.quick else results
     measured = args.only - {"profile"}
-    if measured and measured != set(DEFAULT_SECTIONS.split(",")) | (measured & {"protection_trained",
-                                                                                 "glossary_trained", "copy_options"}):
+    if measured and measured != set(DEFAULT_SECTIONS.split(",")) | (
+        measured & {"protection_trained", "glossary_trained", "copy_options"}
+    ):
         # A partial run must not overwrite the full run's latest.* with a report of a few sections.
         default_out = default_out / "+".join(sorted(measured))
     args.out = args.out or default_out

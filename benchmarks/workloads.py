@@ -75,21 +75,46 @@ def checkpoint_config(name: str, max_len: int) -> PretrainedConfig:
     """
     if name == "opus-mt":
         return MarianConfig(
-            vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
-            decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048, scale_embedding=True,
-            max_position_embeddings=max(512, max_len + 8), pad_token_id=58100, decoder_start_token_id=58100,
-            eos_token_id=0, unk_token_id=UNK,
+            vocab_size=58101,
+            d_model=512,
+            encoder_layers=6,
+            decoder_layers=6,
+            encoder_attention_heads=8,
+            decoder_attention_heads=8,
+            encoder_ffn_dim=2048,
+            decoder_ffn_dim=2048,
+            scale_embedding=True,
+            max_position_embeddings=max(512, max_len + 8),
+            pad_token_id=58100,
+            decoder_start_token_id=58100,
+            eos_token_id=0,
+            unk_token_id=UNK,
         )
     if name == "t5-small":
         return T5Config(
-            vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_heads=8, pad_token_id=0,
-            eos_token_id=1, decoder_start_token_id=0, unk_token_id=UNK,
+            vocab_size=32128,
+            d_model=512,
+            d_kv=64,
+            d_ff=2048,
+            num_layers=6,
+            num_heads=8,
+            pad_token_id=0,
+            eos_token_id=1,
+            decoder_start_token_id=0,
+            unk_token_id=UNK,
         )
     if name == "bart-base":
         return BartConfig(
-            vocab_size=50265, d_model=768, encoder_layers=6, decoder_layers=6, encoder_attention_heads=12,
-            decoder_attention_heads=12, encoder_ffn_dim=3072, decoder_ffn_dim=3072,
-            max_position_embeddings=max(1024, max_len + 8), unk_token_id=UNK,
+            vocab_size=50265,
+            d_model=768,
+            encoder_layers=6,
+            decoder_layers=6,
+            encoder_attention_heads=12,
+            decoder_attention_heads=12,
+            encoder_ffn_dim=3072,
+            decoder_ffn_dim=3072,
+            max_position_embeddings=max(1024, max_len + 8),
+            unk_token_id=UNK,
         )
     raise ValueError(f"unknown checkpoint shape {name!r}; choose from {', '.join(CHECKPOINTS)}")
 
@@ -100,7 +125,11 @@ def model_config(size: str, vocab: int, max_len: int) -> PretrainedConfig:
 
 
 def build(
-    kind: str, config: PretrainedConfig, device: str, seed: int = 0, wrapper: type = PointerGeneratorForConditionalGeneration,
+    kind: str,
+    config: PretrainedConfig,
+    device: str,
+    seed: int = 0,
+    wrapper: type = PointerGeneratorForConditionalGeneration,
     **copy_settings,
 ) -> PreTrainedModel:
     """`"base"`: the config's plain model (BART, Marian, T5); `"pg"`: the pointer-generator around it (default copy
@@ -137,7 +166,12 @@ def make_labels(extended: torch.Tensor, length: int, vocab: int, seed: int, copy
 
 
 def mixture_inputs(
-    batch: int, target_len: int, device: str, source_len: int = 256, vocab: int = 32768, num_slots: int = 10,
+    batch: int,
+    target_len: int,
+    device: str,
+    source_len: int = 256,
+    vocab: int = 32768,
+    num_slots: int = 10,
     seed: int = 3,
 ):
     """Random inputs of the mixture functions: vocab_logits (B, T, V) (3 x randn), pointer_attention (B, T, S)
@@ -171,8 +205,14 @@ def protection_workload(
         and min_tokens <= len(tokenizer(p["en"])["input_ids"]) <= max_tokens
     ]
     config = bart_config(
-        size, len(tokenizer), max_tokens, unk_token_id=tokenizer.unk_token_id, pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
+        size,
+        len(tokenizer),
+        max_tokens,
+        unk_token_id=tokenizer.unk_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        decoder_start_token_id=tokenizer.eos_token_id,
+        forced_eos_token_id=None,
     )
     return build("pg", config, device).eval(), tokenizer, texts

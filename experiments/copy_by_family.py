@@ -83,8 +83,9 @@ def probe_strings(per_feature: int, seed: int = 0) -> list[tuple[str, str]]:
     rng = random.Random(seed)
     # Plain characters only, so that the inserted feature is the probe's only out-of-vocabulary text.
     plain = set(string.ascii_letters + string.digits + " .,:;!?'\"()%-/")
-    bases = [t for t in corpus_lines("en", 3000, split="test")
-             if 3 <= len(t.split()) <= 8 and set(t) <= plain][:per_feature]
+    bases = [t for t in corpus_lines("en", 3000, split="test") if 3 <= len(t.split()) <= 8 and set(t) <= plain][
+        :per_feature
+    ]
     probes = []
     for feature, words in FEATURES.items():
         for i, base in enumerate(bases):
@@ -123,8 +124,10 @@ def tokenization_table(probes: list[tuple[str, str]], folder: Path) -> dict:
 def copy_task_rows(processor, texts: list[str]) -> tuple[list[dict], list[dict]]:
     """Training rows for the copier (extended ids, copy labels) and for the twin (the tokenizer's own ids)."""
     features = processor(texts, text_target=texts, max_length=64)
-    copier = [{k: features[k][i] for k in ("input_ids", "attention_mask", "extended_input_ids", "labels")}
-              for i in range(len(texts))]
+    copier = [
+        {k: features[k][i] for k in ("input_ids", "attention_mask", "extended_input_ids", "labels")}
+        for i in range(len(texts))
+    ]
     plain = processor.tokenizer(texts, text_target=texts, max_length=64, truncation=True)
     twin = [{k: plain[k][i] for k in ("input_ids", "attention_mask", "labels")} for i in range(len(texts))]
     return copier, twin
@@ -152,24 +155,45 @@ def _base_model(architecture: str, path: Path, width: int, d_model: int, seed: i
     if architecture == "t5":
         return AutoModelForSeq2SeqLM.from_pretrained(path)
     config = BartConfig(
-        vocab_size=width, d_model=d_model, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=2 * d_model, decoder_ffn_dim=2 * d_model,
-        max_position_embeddings=128, pad_token_id=0, eos_token_id=1, bos_token_id=None, decoder_start_token_id=0,
+        vocab_size=width,
+        d_model=d_model,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=None,
+        decoder_start_token_id=0,
         forced_eos_token_id=None,
     )
     return BartForConditionalGeneration(config)
 
 
-def training_comparison(probes, folder: Path, architecture: str, steps: int, batch_size: int, d_model: int,
-                        lr: float, max_words: int, p_gen_bias_init: float) -> dict:
+def training_comparison(
+    probes,
+    folder: Path,
+    architecture: str,
+    steps: int,
+    batch_size: int,
+    d_model: int,
+    lr: float,
+    max_words: int,
+    p_gen_bias_init: float,
+) -> dict:
     path = t5_checkpoint(folder / f"t5-{architecture}", d_model=d_model)
     tokenizer = AutoTokenizer.from_pretrained(path)
     width = AutoModelForSeq2SeqLM.from_pretrained(path).config.vocab_size  # 1024 rows for 1004 tokens, as T5 pads
     texts = [t for t in corpus_lines("en", 8000) if 3 <= len(t.split()) <= max_words]
     twin = _base_model(architecture, path, width, d_model)  # both start from the same weights
     copier = PointerGeneratorForConditionalGeneration.from_base(
-        _base_model(architecture, path, width, d_model), unk_token_id=tokenizer.unk_token_id,
-        p_gen_bias_init=p_gen_bias_init)  # a base trained from scratch: start the switch undecided (quick start too)
+        _base_model(architecture, path, width, d_model),
+        unk_token_id=tokenizer.unk_token_id,
+        p_gen_bias_init=p_gen_bias_init,
+    )  # a base trained from scratch: start the switch undecided (quick start too)
     processor = PointerGeneratorProcessor.from_model(copier, tokenizer)
     copier_rows, twin_rows = copy_task_rows(processor, texts)
     generator = torch.Generator().manual_seed(0)
@@ -185,8 +209,9 @@ def training_comparison(probes, folder: Path, architecture: str, steps: int, bat
     batch = processor(sources, padding=True, return_tensors="pt")
     with torch.no_grad():
         copier_out = processor.batch_decode(copier.generate(**batch, max_new_tokens=64, num_beams=1), batch)
-        twin_ids = twin.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                                 max_new_tokens=64, num_beams=1)
+        twin_ids = twin.generate(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=64, num_beams=1
+        )
     twin_out = tokenizer.batch_decode(twin_ids, skip_special_tokens=True)
     ceiling = tokenizer.batch_decode(batch["input_ids"], skip_special_tokens=True)  # the probe, unknowns gone
 
@@ -205,14 +230,27 @@ def training_comparison(probes, folder: Path, architecture: str, steps: int, bat
     log(f"training {architecture}: {per_feature}")
     # The first two probes of each feature.
     step = max(1, len(probes) // len(FEATURES))
-    examples = [{"feature": probes[i][0], "probe": sources[i], "copier": copier_out[i], "twin": twin_out[i]}
-                for start in range(0, len(probes), step) for i in range(start, min(start + 2, len(probes)))]
+    examples = [
+        {"feature": probes[i][0], "probe": sources[i], "copier": copier_out[i], "twin": twin_out[i]}
+        for start in range(0, len(probes), step)
+        for i in range(start, min(start + 2, len(probes)))
+    ]
     return {
-        "architecture": type(twin).__name__, "tokenizer": type(tokenizer).__name__, "len_tokenizer": len(tokenizer),
-        "model_width": width, "d_model": d_model, "layers": 2, "steps": steps, "batch_size": batch_size,
-        "learning_rate": lr, "train_texts": len(texts), "max_words": max_words, "p_gen_bias_init": p_gen_bias_init,
+        "architecture": type(twin).__name__,
+        "tokenizer": type(tokenizer).__name__,
+        "len_tokenizer": len(tokenizer),
+        "model_width": width,
+        "d_model": d_model,
+        "layers": 2,
+        "steps": steps,
+        "batch_size": batch_size,
+        "learning_rate": lr,
+        "train_texts": len(texts),
+        "max_words": max_words,
+        "p_gen_bias_init": p_gen_bias_init,
         "train_seconds": {"copier": round(copier_seconds, 1), "twin": round(twin_seconds, 1)},
-        "features": per_feature, "examples": examples,
+        "features": per_feature,
+        "examples": examples,
     }
 
 
@@ -235,8 +273,10 @@ def write_markdown(result: dict, path: Path) -> None:
     for family in result["tokenization"].values():
         for feature, row in family["features"].items():
             slots = ", ".join(f"`{s}`" for s in row["oov_slots"]) or "none"
-            lines.append(f"| `{family['stands_in_for']}` | {family['tokenizer']} | `{feature}` | {slots} | "
-                         f"{row['without_copy_exact']}/{row['probes']} | {row['perfect_copy_exact']}/{row['probes']} |")
+            lines.append(
+                f"| `{family['stands_in_for']}` | {family['tokenizer']} | `{feature}` | {slots} | "
+                f"{row['without_copy_exact']}/{row['probes']} | {row['perfect_copy_exact']}/{row['probes']} |"
+            )
     lines += [
         "",
         "## 2. Training: the T5 stand-in's tokenizer, copier vs no-copy twin, same budget",
@@ -262,9 +302,11 @@ def write_markdown(result: dict, path: Path) -> None:
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for feature, row in training["features"].items():
-            lines.append(f"| `{feature}` | {row['probes']} | {row['copier_exact']} | {row['twin_exact']} | "
-                         f"{row['copier_keeps_feature']} | {row['twin_keeps_feature']} | "
-                         f"{row['twin_matches_its_ceiling']} |")
+            lines.append(
+                f"| `{feature}` | {row['probes']} | {row['copier_exact']} | {row['twin_exact']} | "
+                f"{row['copier_keeps_feature']} | {row['twin_keeps_feature']} | "
+                f"{row['twin_matches_its_ceiling']} |"
+            )
         lines += ["", "| probe | copier | twin |", "|---|---|---|"]
         for example in training["examples"]:
             cells = [example[k].replace("|", "\\|") for k in ("probe", "copier", "twin")]
@@ -274,8 +316,11 @@ def write_markdown(result: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--architectures", default="bart,t5",
-                        help="comma-separated: bart (learned positions) and/or t5 (the stand-in's own model)")
+    parser.add_argument(
+        "--architectures",
+        default="bart,t5",
+        help="comma-separated: bart (learned positions) and/or t5 (the stand-in's own model)",
+    )
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--d-model", type=int, default=64)
@@ -292,15 +337,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tokenization = tokenization_table(probes, Path(tmp))
         training = {
-            architecture: training_comparison(probes, Path(tmp), architecture, args.steps, args.batch, args.d_model,
-                                              args.lr, args.max_words, args.p_gen_bias_init)
+            architecture: training_comparison(
+                probes,
+                Path(tmp),
+                architecture,
+                args.steps,
+                args.batch,
+                args.d_model,
+                args.lr,
+                args.max_words,
+                args.p_gen_bias_init,
+            )
             for architecture in args.architectures.split(",")
         }
     result = {
-        "date": datetime.date.today().isoformat(), "platform": platform.processor() or platform.machine(),
-        "torch": torch.__version__, "transformers": transformers.__version__, "threads": args.threads,
-        "probes_per_feature": args.probes_per_feature, "seconds": time.perf_counter() - start,
-        "tokenization": tokenization, "training": training,
+        "date": datetime.date.today().isoformat(),
+        "platform": platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "threads": args.threads,
+        "probes_per_feature": args.probes_per_feature,
+        "seconds": time.perf_counter() - start,
+        "tokenization": tokenization,
+        "training": training,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "copy_by_family.json").write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")

@@ -26,8 +26,10 @@ __version__ = "0.1.0"
 
 # The Trainer side imports Transformers' whole training stack (accelerate, ...): loaded on first use, so that
 # `import hf_pgen` for generation, pipelines and the command line stays light.
-_LAZY = {name: ".trainer_pointer_generator" for name in
-         ("PointerGeneratorSeq2SeqTrainer", "PointerGeneratorEvalPrediction", "build_compute_metrics")}
+_LAZY = {
+    name: ".trainer_pointer_generator"
+    for name in ("PointerGeneratorSeq2SeqTrainer", "PointerGeneratorEvalPrediction", "build_compute_metrics")
+}
 
 
 def __getattr__(name: str):

@@ -92,41 +92,66 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     translate.add_argument(
-        "model", metavar="MODEL",
+        "model",
+        metavar="MODEL",
         help="a folder written by model.save_pretrained and processor.save_pretrained (or a Hub id of such a model)",
     )
     # default=[]: a "*" positional without a default counts as required, and a missing MODEL was reported as
     # "required: MODEL, TEXT" although TEXT may be left out
-    translate.add_argument("texts", metavar="TEXT", nargs="*", default=[],
-                           help="texts to translate; none: read standard input, one text per line")
-    translate.add_argument("--num-beams", type=_positive_int, metavar="N",
-                           help="beam search width (default: the model's generation config)")
-    translate.add_argument("--max-new-tokens", type=_positive_int, metavar="N",
-                           help="longest output in tokens (default: as long as the model's positions allow)")
     translate.add_argument(
-        "--batch-size", type=_positive_int, metavar="N",
-        help=f"inputs translated together (default: {_DEFAULT_BATCH_SIZE}; 1 when typing at a terminal); each "
-             "batch is printed as soon as it is done",
+        "texts",
+        metavar="TEXT",
+        nargs="*",
+        default=[],
+        help="texts to translate; none: read standard input, one text per line",
     )
-    translate.add_argument("--json", action="store_true",
-                           help="write one JSON copy record per line (p_gen, copy share, attention, source spans)")
-    translate.add_argument("--explain", metavar="FILE.html",
-                           help="also write a standalone HTML page that shows what each output copied")
+    translate.add_argument(
+        "--num-beams",
+        type=_positive_int,
+        metavar="N",
+        help="beam search width (default: the model's generation config)",
+    )
+    translate.add_argument(
+        "--max-new-tokens",
+        type=_positive_int,
+        metavar="N",
+        help="longest output in tokens (default: as long as the model's positions allow)",
+    )
+    translate.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        metavar="N",
+        help=f"inputs translated together (default: {_DEFAULT_BATCH_SIZE}; 1 when typing at a terminal); each "
+        "batch is printed as soon as it is done",
+    )
+    translate.add_argument(
+        "--json",
+        action="store_true",
+        help="write one JSON copy record per line (p_gen, copy share, attention, source spans)",
+    )
+    translate.add_argument(
+        "--explain", metavar="FILE.html", help="also write a standalone HTML page that shows what each output copied"
+    )
     translate.add_argument("--protect", action="append", metavar="SPEC", help=_PROTECT_HELP)
     translate.add_argument(
-        "--glossary", metavar="FILE",
+        "--glossary",
+        metavar="FILE",
         help="a term base, two columns per line (source term, target term; TSV, or CSV for .csv files): where a "
-             "source term occurs as whole words, its target term is placed in the output",
+        "source term occurs as whole words, its target term is placed in the output",
     )
     translate.add_argument(
-        "--glossary-mode", choices=("guarantee", "hint"), default="guarantee",
+        "--glossary-mode",
+        choices=("guarantee", "hint"),
+        default="guarantee",
         help="guarantee (default): each term comes out at least once; hint: the terms are only "
-             "written into the source, for a model trained to read them (run_translation --glossary_augmentation)",
+        "written into the source, for a model trained to read them (run_translation --glossary_augmentation)",
     )
-    translate.add_argument("--glossary-ignore-case", action="store_true",
-                           help="match source terms in any case (Storage, STORAGE)")
-    translate.add_argument("--device", default="cpu",
-                           help='where the model runs: "cpu" (default), "cuda", "cuda:1", "mps"')
+    translate.add_argument(
+        "--glossary-ignore-case", action="store_true", help="match source terms in any case (Storage, STORAGE)"
+    )
+    translate.add_argument(
+        "--device", default="cpu", help='where the model runs: "cpu" (default), "cuda", "cuda:1", "mps"'
+    )
     translate.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     translate.set_defaults(run=_translate)
     return parser, translate
@@ -215,8 +240,9 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
             for result in results:
                 if copy_info:
                     records.append(result)
-                lines.append(json.dumps(result, ensure_ascii=False) if args.json else _one_line(
-                    result["translation_text"]))
+                lines.append(
+                    json.dumps(result, ensure_ascii=False) if args.json else _one_line(result["translation_text"])
+                )
             _write_utf8(stdout, "".join(line + "\n" for line in lines))
             done += len(batch)
             if not args.quiet and (done > batch_size or (total or 0) > batch_size):
@@ -296,7 +322,7 @@ def _parse_protect(specs: list[str] | None) -> Any:
     """--protect values -> the pipeline's `protect=`: "placeholders", "oov", a regex string or a list of literals."""
     if not specs:
         return None
-    literals = [spec[len("text:"):] for spec in specs if spec.startswith("text:")]
+    literals = [spec[len("text:") :] for spec in specs if spec.startswith("text:")]
     if (literals and len(literals) < len(specs)) or (not literals and len(specs) > 1):
         raise _Error(
             "--protect takes one of placeholders, oov or re:REGEX, or any number of text:STRING; got "
@@ -307,7 +333,7 @@ def _parse_protect(specs: list[str] | None) -> Any:
     elif specs[0] in ("placeholders", "oov"):
         return specs[0]
     elif specs[0].startswith("re:"):
-        protect = specs[0][len("re:"):]
+        protect = specs[0][len("re:") :]
         try:
             re.compile(protect)
         except re.error as error:
@@ -359,13 +385,11 @@ def _load(model: str, device: str):
         raise _Error(f"MODEL {model!r} is a file: pass the folder that model.save_pretrained wrote")
     if not os.path.isdir(model) and not _HUB_ID.match(model):
         raise _Error(
-            f"no model folder {model!r}: pass the folder that model.save_pretrained and processor.save_pretrained "
-            "wrote"
+            f"no model folder {model!r}: pass the folder that model.save_pretrained and processor.save_pretrained wrote"
         )
     if os.path.isdir(model) and not os.path.isfile(os.path.join(model, "config.json")):
         raise _Error(
-            f"{model!r} is not a model folder (it has no config.json): pass the folder that model.save_pretrained "
-            "wrote"
+            f"{model!r} is not a model folder (it has no config.json): pass the folder that model.save_pretrained wrote"
         )
     try:
         config = AutoConfig.from_pretrained(model)

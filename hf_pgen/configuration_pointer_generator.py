@@ -128,7 +128,9 @@ class PointerGeneratorConfig(PreTrainedConfig):
         if self.pointer not in POINTER_SOURCES:
             raise ValueError(f"pointer={self.pointer!r} is not one of {POINTER_SOURCES}.")
         if self.force_p_gen is not None and not 0.0 <= self.force_p_gen <= 1.0:
-            raise ValueError(f"force_p_gen={self.force_p_gen} must lie in [0, 1] (1.0 = never copy, 0.0 = always copy).")
+            raise ValueError(
+                f"force_p_gen={self.force_p_gen} must lie in [0, 1] (1.0 = never copy, 0.0 = always copy)."
+            )
         if self.coverage_weight < 0:
             raise ValueError(f"coverage_weight={self.coverage_weight} must be >= 0.")
         if not 0.0 <= self.label_smoothing < 1.0:
@@ -154,7 +156,9 @@ class PointerGeneratorConfig(PreTrainedConfig):
             )
         if self.pointer_heads is not None:
             if len(self.pointer_heads) == 0:
-                raise ValueError("pointer_heads=[] selects no head: pass None for all heads, or a list of head indices.")
+                raise ValueError(
+                    "pointer_heads=[] selects no head: pass None for all heads, or a list of head indices."
+                )
             if heads is not None and any(not 0 <= head < heads for head in self.pointer_heads):
                 raise ValueError(
                     f"pointer_heads={self.pointer_heads} must be head indices in 0..{heads - 1}: the base's decoder "

@@ -106,7 +106,9 @@ class PointerGeneratorCache(EncoderDecoderCache):
     def batch_repeat_interleave(self, repeats: int):
         super().batch_repeat_interleave(repeats)
         self._keys_per_row()
-        self._map_rows(lambda value: value.repeat_interleave(repeats, dim=0), self._PER_HYPOTHESIS_STATE + self._SOURCE_STATE)
+        self._map_rows(
+            lambda value: value.repeat_interleave(repeats, dim=0), self._PER_HYPOTHESIS_STATE + self._SOURCE_STATE
+        )
 
     def batch_select_indices(self, indices: torch.Tensor):
         super().batch_select_indices(indices)
@@ -155,7 +157,10 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         if protected_spans:
             width = self.config.vocab_size if self.config.force_p_gen == 1.0 else None  # copying off: no copy ids
             kwargs["logits_processor"] = _protection_processors(
-                protected_spans, self.generation_config, kwargs, width,
+                protected_spans,
+                self.generation_config,
+                kwargs,
+                width,
                 batch_size=source_ids.shape[0] if source_ids is not None else None,
             )
         if kwargs.get("extended_input_ids") is None:
@@ -223,8 +228,12 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
             if attention_mask is not None:
                 source_inputs["attention_mask"] = rows(attention_mask)[part]
             out = self(
-                **source_inputs, extended_input_ids=source[part], decoder_input_ids=sequences[part, :-1],
-                output_pointer=True, use_cache=False, return_dict=True,
+                **source_inputs,
+                extended_input_ids=source[part],
+                decoder_input_ids=sequences[part, :-1],
+                output_pointer=True,
+                use_cache=False,
+                return_dict=True,
             )
             chosen = generated[part]  # (r, G)
             log_p = out.logits[:, steps].gather(-1, chosen.unsqueeze(-1)).squeeze(-1).float()  # (r, G)
@@ -411,8 +420,9 @@ def _oov_copy_limit_processors(
     processors = kwargs.get("logits_processor")
     processors = LogitsProcessorList(list(processors) if processors is not None else [])
     protection = [i for i, p in enumerate(processors) if isinstance(p, ProtectedSpansLogitsProcessor)]
-    processors.insert(protection[0] if protection else len(processors),
-                      OOVCopyLimitLogitsProcessor(extended_input_ids, vocab_size))
+    processors.insert(
+        protection[0] if protection else len(processors), OOVCopyLimitLogitsProcessor(extended_input_ids, vocab_size)
+    )
     return processors
 
 

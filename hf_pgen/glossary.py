@@ -106,7 +106,9 @@ class Glossary:
         the `csv` module reads them); blank lines are skipped. Errors name the line."""
         path = os.fspath(path)
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"Glossary file {path!r} does not exist (pass a TSV/CSV file, a dict or a Glossary).")
+            raise FileNotFoundError(
+                f"Glossary file {path!r} does not exist (pass a TSV/CSV file, a dict or a Glossary)."
+            )
         if delimiter is None:
             delimiter = "," if path.lower().endswith(".csv") else "\t"
         with open(path, encoding="utf-8-sig", newline="") as handle:
@@ -119,8 +121,12 @@ class Glossary:
     @classmethod
     def _from_lines(cls, text: str, delimiter: str, ignore_case: bool, name: str) -> Glossary:
         glossary = cls({}, ignore_case=ignore_case)
-        reader = csv.reader(io.StringIO(text), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if delimiter == "," else
-                            csv.QUOTE_NONE, strict=True)
+        reader = csv.reader(
+            io.StringIO(text),
+            delimiter=delimiter,
+            quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE,
+            strict=True,
+        )
         try:
             for row in reader:
                 where = f"{name}, line {reader.line_num}"
@@ -279,7 +285,10 @@ def annotate(
 
 
 def apply_glossaries(
-    texts: Sequence[str], glossaries: Glossary | Sequence[Glossary | None] | None, annotation: str | None, skip: int = 0,
+    texts: Sequence[str],
+    glossaries: Glossary | Sequence[Glossary | None] | None,
+    annotation: str | None,
+    skip: int = 0,
     unspellable: Callable[[str], bool] | None = None,
 ) -> tuple[list[str], list[dict[str, Any] | None]]:
     """Per text (searched from character `skip` on: a task prefix is not the user's), the annotated text (unchanged
@@ -290,8 +299,11 @@ def apply_glossaries(
     out_texts, terms = [], []
     for index, text in enumerate(texts):
         glossary = glossaries[index] if isinstance(glossaries, (list, tuple)) else glossaries
-        matches = [GlossaryMatch(m.start + skip, m.end + skip, m.source, m.target)
-                   for m in glossary.find(text[skip:])] if glossary is not None else []
+        matches = (
+            [GlossaryMatch(m.start + skip, m.end + skip, m.source, m.target) for m in glossary.find(text[skip:])]
+            if glossary is not None
+            else []
+        )
         if matches:  # a word inside a placeholder is the code's, not the text's
             code = [(a + skip, b + skip) for a, b in placeholder_spans(text[skip:])]
             matches = [m for m in matches if not any(m.start < b and a < m.end for a, b in code)]
@@ -308,18 +320,24 @@ def apply_glossaries(
                 entries.append((m.target, *spans[m]) if m in spans else (m.target, None, None))
                 if m in spans:
                     shift += len(DEFAULT_GLOSSARY_ANNOTATION.format(source=text[m.start : m.end], target=m.target)) - (
-                        m.end - m.start)
+                        m.end - m.start
+                    )
             out_texts.append(annotated)
             terms.append({"targets": entries, "added": added, "sources": sources})
             continue
         if annotation is None:
             out_texts.append(text)
-            terms.append({"targets": [(m.target, None, None) for m in matches], "added": [],
-                          "sources": [(m.start, m.end) for m in matches]})
+            terms.append(
+                {
+                    "targets": [(m.target, None, None) for m in matches],
+                    "added": [],
+                    "sources": [(m.start, m.end) for m in matches],
+                }
+            )
             continue
         annotated, targets, added, sources = annotate(text, matches, annotation)
         out_texts.append(annotated)
-        terms.append({"targets": [(m.target, s, e) for m, (s, e) in zip(matches, targets)], "added": added,
-                      "sources": sources})
+        terms.append(
+            {"targets": [(m.target, s, e) for m, (s, e) in zip(matches, targets)], "added": added, "sources": sources}
+        )
     return out_texts, terms
-

@@ -128,7 +128,10 @@ class CopySwitch(nn.Linear):
         return F.linear(encoder_states, self.weight[:, : self.context_dim]).float()
 
     def forward(
-        self, attention: torch.Tensor, context_scores: torch.Tensor, decoder_states: torch.Tensor,
+        self,
+        attention: torch.Tensor,
+        context_scores: torch.Tensor,
+        decoder_states: torch.Tensor,
         input_embeds: torch.Tensor,
     ) -> torch.Tensor:
         """attention (B, T, S) float32, context_scores (B, S, 1), decoder_states (B, T, D_dec), input_embeds (B, T, E)
@@ -156,7 +159,10 @@ class SelectiveRead(nn.Module):
         self.proj = nn.Linear(encoder_dim, embed_dim, bias=False)
 
     def forward(
-        self, decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None,
+        self,
+        decoder_ids: torch.Tensor,
+        source_ids: torch.Tensor,
+        source_mask: torch.Tensor | None,
         encoder_states: torch.Tensor,
     ) -> torch.Tensor:
         """decoder_ids (B, T) and source_ids (B, S) extended ids, source_mask (B, S) or None, encoder_states
@@ -180,7 +186,9 @@ class CopyNext(nn.Module):
         self.switch_weight = nn.Parameter(torch.zeros(()))
 
     @staticmethod
-    def continuing(decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None) -> torch.Tensor:
+    def continuing(
+        decoder_ids: torch.Tensor, source_ids: torch.Tensor, source_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """(B, T), (B, S), (B, S) or None -> (B, T, S) bool: position i follows a position holding the fed token."""
         previous = F.pad(source_ids[:, :-1], (1, 0), value=-1)  # x_{i-1}; nothing precedes position 0
         return _matches(decoder_ids, previous, source_mask)

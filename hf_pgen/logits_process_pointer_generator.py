@@ -91,7 +91,7 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
                     heads.append((head, "angle"))
     if url:
         for match in _URL_START.finditer(tail, word):
-            heads.append((tail[match.start():], "glued"))
+            heads.append((tail[match.start() :], "glued"))
     if tail and tail[-1] in "hftpsw:/":  # the longest end of `tail` that starts a scheme: "h" + "ttps://x"
         for k in range(min(len(tail), 7), 0, -1):
             if tail[-k:] in _SCHEME_STARTS:
@@ -249,7 +249,7 @@ class _Example:
         """The live heads (`_live_heads`) of the text since `_ACROSS` tokens before the end of span `last_span` that
         begin before that span: a tag or a brace field opened in the free text before a span and not closed yet
         (`<strong class="` + `%s`), which the free text since the span could close around it."""
-        key = (last_span, tuple(g[max(0, since - _ACROSS):since]))
+        key = (last_span, tuple(g[max(0, since - _ACROSS) : since]))
         if key not in self._before_spans:
             before = self.text_of(list(key[1]))
             span_length = len(self.texts[last_span])  # a head longer than the span's text began before it
@@ -262,8 +262,15 @@ class _Example:
         return [(head, kind) for head, kind in _live_heads(before + tail) if len(head) > reach]
 
     def advance(
-        self, g: Sequence[int], position: int, emitted: list[int], last_end: int, last_span: int | None, stop: int,
-        at_end: bool = False, free: list[int] | None = None,
+        self,
+        g: Sequence[int],
+        position: int,
+        emitted: list[int],
+        last_end: int,
+        last_span: int | None,
+        stop: int,
+        at_end: bool = False,
+        free: list[int] | None = None,
     ) -> tuple[int, int, int | None, bool]:
         """Scan `g` on from `position` while it is below `stop`: at each position the longest variant (of any span)
         that matches there counts one occurrence of its span (into `emitted`) and the scan jumps past it; positions
@@ -329,8 +336,10 @@ class _Example:
         if not tail or not self.has_neighbours:
             return False
         text = self.text_of(list(tail))
-        return any(_URL_START.match(text, start) and text[start:end] not in self.texts
-                   for start, end in placeholder_spans(text))
+        return any(
+            _URL_START.match(text, start) and text[start:end] not in self.texts
+            for start, end in placeholder_spans(text)
+        )
 
     def tail_rules(self, tail: tuple[int, ...], remaining: tuple[int, ...]) -> _TailRules:
         """What the next token may do after `tail`, the pending end of a row (empty when nothing is pending), with
@@ -429,8 +438,11 @@ class _Example:
         if remaining not in self._stray_starts:
             open_starts = set(self.starts(remaining))
             self._stray_starts[remaining] = [
-                t for j, left in enumerate(remaining) if left <= 0 and not self.at_least[j]
-                for t in self._stray_firsts[j] if t not in open_starts
+                t
+                for j, left in enumerate(remaining)
+                if left <= 0 and not self.at_least[j]
+                for t in self._stray_firsts[j]
+                if t not in open_starts
             ]
         return self._stray_starts[remaining]
 
@@ -440,8 +452,11 @@ class _Example:
         again, with the extensions of its one-token variants, the forbidden ids and the stray marks."""
         if remaining not in self._singles:
             rules = self.tail_rules((), remaining)
-            spans = [j for j, left in enumerate(remaining)
-                     if left <= 0 and not self.at_least[j] and any(len(v) == 1 for v in self.variants[j])]
+            spans = [
+                j
+                for j, left in enumerate(remaining)
+                if left <= 0 and not self.at_least[j] and any(len(v) == 1 for v in self.variants[j])
+            ]
             parts = frozenset([1 + 2 * j for j in spans]) | self.base_parts
             self._singles[remaining] = (
                 rules.banned + [t for t in self.stray_starts(remaining) if t not in rules.opening],
@@ -642,8 +657,15 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         return ex.left(ex.counts, emitted), last_end, last_span, reached if pending else length
 
     def _rules(
-        self, ex: _Example, g: list[int], remaining: tuple[int, ...], last_end: int, last_span: int | None,
-        tail_start: int, budget: int | None, committed: bool = False,
+        self,
+        ex: _Example,
+        g: list[int],
+        remaining: tuple[int, ...],
+        last_end: int,
+        last_span: int | None,
+        tail_start: int,
+        budget: int | None,
+        committed: bool = False,
     ) -> tuple[list[int] | None, set[int], list[int], frozenset[int], list[int], bool]:
         """The rules for one row: (tokens it must choose among or None, ban components (`_Example.components`),
         single tokens it must not choose, tokens no component or invented-placeholder ban may take (a remaining
@@ -664,16 +686,22 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         parts = set(ex.base_parts)
         hard = list(rules.banned)  # bans that nothing lifts
         for j, left in enumerate(remaining):
-            if left <= 0 and not ex.at_least[j]:  # exhausted: tokens that would spell its text again after its other tokens
+            if (
+                left <= 0 and not ex.at_least[j]
+            ):  # exhausted: tokens that would spell its text again after its other tokens
                 for variant in ex.variants[j]:
                     n = len(variant)
-                    if n == 1 or (length >= n - 1 and g[-1] == variant[-2] and tuple(g[length - n + 1 :]) == variant[:-1]):
+                    if n == 1 or (
+                        length >= n - 1 and g[-1] == variant[-2] and tuple(g[length - n + 1 :]) == variant[:-1]
+                    ):
                         parts.add(1 + 2 * j)
                         break
         if tail:
             if rules.last_span is not None:
                 parts.add(2 + 2 * rules.last_span)
-        elif last_span is not None and (last_end == length or (ex.has_neighbours and ex.reads_as_nothing(g[last_end:]))):
+        elif last_span is not None and (
+            last_end == length or (ex.has_neighbours and ex.reads_as_nothing(g[last_end:]))
+        ):
             parts.add(2 + 2 * last_span)  # right after a span (special tokens read as nothing)
         soft = [t for t in ex.stray_starts(remaining) if t not in rules.opening]
         if rules.must_continue:  # leaving the tail would break the guarantee: go on with one of its spans
@@ -710,8 +738,12 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 return continuing, parts, hard + soft, rules.opening, starts, False
             hard_set = set(hard)
             starts_now = [
-                (variant[0], startable[j] and variant[0] not in hard_set
-                 and (variant[0] in rules.opening or not ex.bans(variant[0], soft, parts)))
+                (
+                    variant[0],
+                    startable[j]
+                    and variant[0] not in hard_set
+                    and (variant[0] in rules.opening or not ex.bans(variant[0], soft, parts)),
+                )
                 for j, variants in enumerate(ex.variants)
                 if remaining[j] > 0
                 for variant in variants
@@ -742,8 +774,15 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         return None, parts, hard + soft, rules.opening, starts, not swallowing and not tail
 
     def _decide(
-        self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], budget: int | None, scores: torch.Tensor,
-        states: dict, row: int,
+        self,
+        index: int,
+        ex: _Example,
+        g: list[int],
+        key: tuple[int, ...],
+        budget: int | None,
+        scores: torch.Tensor,
+        states: dict,
+        row: int,
     ) -> tuple[torch.Tensor, list[int], list[int] | None, list[int], list[int], bool] | None:
         """What row `g` (row `row` of `scores`) gets, or None when it is left alone: (its (V,) ceiling (see
         `_ceiling`), single ids banned besides, the tokens it must choose among or None when it is only banned some,
@@ -789,17 +828,32 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 return None
             banned_set = set(banned)
             # (the stray-mark component bans tokens inside spans too: a forced row continues its span regardless)
-            kept = [t for t in allowed if t not in banned_set and (t in opening or not any(
-                t in ex.components[p] for p in parts if p != ex.stray_part))]
+            kept = [
+                t
+                for t in allowed
+                if t not in banned_set
+                and (t in opening or not any(t in ex.components[p] for p in parts if p != ex.stray_part))
+            ]
             kept = kept or allowed
             return self._ceiling(ex, None, frozenset(kept), scores), (), kept, [], [], committed
         banned_set = set(banned)
-        restore = [t for t in opening if t < width and t not in banned_set and any(t in ex.components[p] for p in parts)]
+        restore = [
+            t for t in opening if t < width and t not in banned_set and any(t in ex.components[p] for p in parts)
+        ]
         return self._banned(ex, index, frozenset(parts), banned, starts, scores, restore)
 
     def _carry_on(
-        self, index: int, ex: _Example, g: list[int], key: tuple[int, ...], parent_key: tuple, carried: tuple,
-        budget: int | None, scores: torch.Tensor, states: dict, row: int,
+        self,
+        index: int,
+        ex: _Example,
+        g: list[int],
+        key: tuple[int, ...],
+        parent_key: tuple,
+        carried: tuple,
+        budget: int | None,
+        scores: torch.Tensor,
+        states: dict,
+        row: int,
     ) -> Any:
         """`_decide` for a row whose parent's rules carry over (`carried`: the parent's (remaining per span, end of
         the last occurrence, its span), with nothing pending) and whose last token goes on calmly
@@ -831,8 +885,14 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         return self._banned(ex, index, parts, banned, starts, scores, [t for t in restore if t < scores.shape[-1]])
 
     def _banned(
-        self, ex: _Example, index: int, parts: frozenset[int], banned: list[int], starts: list[int],
-        scores: torch.Tensor, restore: list[int],
+        self,
+        ex: _Example,
+        index: int,
+        parts: frozenset[int],
+        banned: list[int],
+        starts: list[int],
+        scores: torch.Tensor,
+        restore: list[int],
     ) -> tuple[torch.Tensor, list[int], None, list[int], list[int], bool] | None:
         """The decision of a row that is only banned ids (ban components `parts`, single ids `banned`, except the ids
         `restore`), or None when that bans nothing below V."""
@@ -898,9 +958,14 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                     end = next((i for i, t in enumerate(g) if i and t in self._eos_set), None)
                     early = end is not None and (self._limit is None or end + 1 + self.reserve < self._limit)
                     (ended if early else cut).append(f"output {row}: {lacking}")
-        for missing, why in ((cut, "the length limit cut them off"),
-                             (ended, "it ended before them: the tokens left did not fit them whole, or an earlier "
-                                     "logits processor forced the end")):
+        for missing, why in (
+            (cut, "the length limit cut them off"),
+            (
+                ended,
+                "it ended before them: the tokens left did not fit them whole, or an earlier "
+                "logits processor forced the end",
+            ),
+        ):
             if missing:
                 warnings.warn(
                     f"Protected spans are missing from {len(missing)} output(s) ({why}): "
@@ -986,8 +1051,10 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             # EOS is banned while spans remain: what the model gave ending goes to placing a span there instead (each
             # allowed start scores at least what EOS did), so it places one where it would have ended rather than
             # wander on through text it did not want until the budget forces the spans in.
-            rows_, ids_ = torch.tensor(lift_rows, device=device), torch.tensor(
-                [t for starts in fallback.values() for t in starts], device=device)
+            rows_, ids_ = (
+                torch.tensor(lift_rows, device=device),
+                torch.tensor([t for starts in fallback.values() for t in starts], device=device),
+            )
             ends = scores[:, self.eos].amax(-1)  # (rows,)
             current = out[rows_, ids_]
             raised = (current != -float("inf")) & (current < ends[rows_])

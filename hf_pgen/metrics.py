@@ -237,19 +237,39 @@ def _build_wrappers() -> dict[str, type]:
                 module_name="sacrebleu",
             )
 
-        def _compute(self, predictions, references, smooth_method="exp", smooth_value=None, force=False,
-                     lowercase=False, tokenize=None, use_effective_order=False):
+        def _compute(
+            self,
+            predictions,
+            references,
+            smooth_method="exp",
+            smooth_value=None,
+            force=False,
+            lowercase=False,
+            tokenize=None,
+            use_effective_order=False,
+        ):
             import sacrebleu
 
             kwargs = {} if tokenize is None else {"tokenize": tokenize}
             result = sacrebleu.corpus_bleu(
-                list(predictions), reference_streams(references), smooth_method=smooth_method,
-                smooth_value=smooth_value, force=force, lowercase=lowercase, use_effective_order=use_effective_order,
+                list(predictions),
+                reference_streams(references),
+                smooth_method=smooth_method,
+                smooth_value=smooth_value,
+                force=force,
+                lowercase=lowercase,
+                use_effective_order=use_effective_order,
                 **kwargs,
             )
-            return {"score": float(result.score), "counts": list(result.counts), "totals": list(result.totals),
-                    "precisions": list(result.precisions), "bp": float(result.bp), "sys_len": result.sys_len,
-                    "ref_len": result.ref_len}
+            return {
+                "score": float(result.score),
+                "counts": list(result.counts),
+                "totals": list(result.totals),
+                "precisions": list(result.precisions),
+                "bp": float(result.bp),
+                "sys_len": result.sys_len,
+                "ref_len": result.ref_len,
+            }
 
     class ChrF(evaluate.Metric):
         """Corpus chrF (chrF++ with `word_order=2`) through the `sacrebleu` package, a drop-in for
@@ -264,15 +284,34 @@ def _build_wrappers() -> dict[str, type]:
                 module_name="chrf",
             )
 
-        def _compute(self, predictions, references, char_order=6, word_order=0, beta=2, lowercase=False,
-                     whitespace=False, eps_smoothing=False):
+        def _compute(
+            self,
+            predictions,
+            references,
+            char_order=6,
+            word_order=0,
+            beta=2,
+            lowercase=False,
+            whitespace=False,
+            eps_smoothing=False,
+        ):
             from sacrebleu.metrics import CHRF
 
-            chrf = CHRF(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
-                        whitespace=whitespace, eps_smoothing=eps_smoothing)
+            chrf = CHRF(
+                char_order=char_order,
+                word_order=word_order,
+                beta=beta,
+                lowercase=lowercase,
+                whitespace=whitespace,
+                eps_smoothing=eps_smoothing,
+            )
             score = chrf.corpus_score(list(predictions), reference_streams(references))
-            return {"score": float(score.score), "char_order": score.char_order, "word_order": score.word_order,
-                    "beta": score.beta}
+            return {
+                "score": float(score.score),
+                "char_order": score.char_order,
+                "word_order": score.word_order,
+                "beta": score.beta,
+            }
 
     for cls in (PlaceholderPreservation, OOVCopyRate, SacreBLEU, ChrF):
         cls.__module__ = __name__
@@ -284,4 +323,3 @@ def __getattr__(name: str):
     if name in ("PlaceholderPreservation", "OOVCopyRate", "SacreBLEU", "ChrF"):
         return _build_wrappers()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-

@@ -31,11 +31,16 @@ from .configuration_pointer_generator import is_pointer_generator
 __all__ = ["render_model_card", "usage_snippet", "pipeline_task", "is_hub_id", "hub_has_model_card", "push_model_card"]
 
 TASKS = ("translation", "summarization", "text2text-generation")
-_OUTPUT_KEYS = {"translation": "translation_text", "summarization": "summary_text",
-                "text2text-generation": "generated_text"}
-_EXAMPLES = {"translation": "Delete the file %(name)s from Nakamura-Øresund?",
-             "summarization": "Nakamura-Øresund Ltd. renamed its product Zyxwvut to Zyxwvut Pro on Monday.",
-             "text2text-generation": "Delete the file %(name)s from Nakamura-Øresund?"}
+_OUTPUT_KEYS = {
+    "translation": "translation_text",
+    "summarization": "summary_text",
+    "text2text-generation": "generated_text",
+}
+_EXAMPLES = {
+    "translation": "Delete the file %(name)s from Nakamura-Øresund?",
+    "summarization": "Nakamura-Øresund Ltd. renamed its product Zyxwvut to Zyxwvut Pro on Monday.",
+    "text2text-generation": "Delete the file %(name)s from Nakamura-Øresund?",
+}
 # (result key without its split prefix, metric type in the model-index (None: the card's table only), display name,
 # digits in the table, what it measures)
 METRICS = (
@@ -44,15 +49,30 @@ METRICS = (
     ("rouge1", "rouge", "ROUGE-1", 2, None),
     ("rouge2", "rouge", "ROUGE-2", 2, None),
     ("rougeL", "rouge", "ROUGE-L", 2, None),
-    ("placeholder_preservation", "placeholder_preservation", "Placeholder preservation", 3,
-     "share of outputs, among sources with at least one placeholder (printf `%s`, `%(name)s`, `%1`, `{name}`, "
-     "`{0}`, ICU `{n, number}`, HTML tags, URLs), that contain every source placeholder exactly as often as the "
-     "source and invent none (`hf_pgen.metrics.placeholder_preservation`)."),
-    ("oov_copy_rate", "oov_copy_rate", "OOV copy rate", 3,
-     "share of source words outside the tokenizer's vocabulary that the reference contains and the output contains "
-     "too (`hf_pgen.metrics.oov_copy_rate`)."),
-    ("mean_p_gen", None, "Mean p_gen", 3,
-     "the copy switch averaged over reference tokens (teacher-forced); 1 = always generate, 0 = always copy."),
+    (
+        "placeholder_preservation",
+        "placeholder_preservation",
+        "Placeholder preservation",
+        3,
+        "share of outputs, among sources with at least one placeholder (printf `%s`, `%(name)s`, `%1`, `{name}`, "
+        "`{0}`, ICU `{n, number}`, HTML tags, URLs), that contain every source placeholder exactly as often as the "
+        "source and invent none (`hf_pgen.metrics.placeholder_preservation`).",
+    ),
+    (
+        "oov_copy_rate",
+        "oov_copy_rate",
+        "OOV copy rate",
+        3,
+        "share of source words outside the tokenizer's vocabulary that the reference contains and the output contains "
+        "too (`hf_pgen.metrics.oov_copy_rate`).",
+    ),
+    (
+        "mean_p_gen",
+        None,
+        "Mean p_gen",
+        3,
+        "the copy switch averaged over reference tokens (teacher-forced); 1 = always generate, 0 = always copy.",
+    ),
 )
 _SPLITS = (("predict_", "test"), ("test_", "test"), ("eval_", "validation"))
 
@@ -72,8 +92,14 @@ def pipeline_task(model, task: str | None = None) -> str:
     return named.pop() if len(named) == 1 else "text2text-generation"
 
 
-def usage_snippet(repo_id: str, *, copy_mechanism: bool, task: str = "translation", example: str | None = None,
-                  max_new_tokens: int = 64) -> str:
+def usage_snippet(
+    repo_id: str,
+    *,
+    copy_mechanism: bool,
+    task: str = "translation",
+    example: str | None = None,
+    max_new_tokens: int = 64,
+) -> str:
     """Markdown with Python code that loads `repo_id` and runs it on `example`.
 
     A pointer-generator gets two snippets: `pipeline(task, model=repo_id, trust_remote_code=True)` (the folder
@@ -89,7 +115,7 @@ def usage_snippet(repo_id: str, *, copy_mechanism: bool, task: str = "translatio
             "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer\n\n"
             f"model = AutoModelForSeq2SeqLM.from_pretrained({repo})\n"
             f"tokenizer = AutoTokenizer.from_pretrained({repo})\n"
-            f"inputs = tokenizer([{text}], return_tensors=\"pt\")\n"
+            f'inputs = tokenizer([{text}], return_tensors="pt")\n'
             f"outputs = model.generate(**inputs, max_new_tokens={max_new_tokens})\n"
             "print(tokenizer.batch_decode(outputs, skip_special_tokens=True))\n"
             "```\n"
@@ -108,7 +134,7 @@ def usage_snippet(repo_id: str, *, copy_mechanism: bool, task: str = "translatio
         "from transformers import AutoModelForSeq2SeqLM\n\n"
         f"model = AutoModelForSeq2SeqLM.from_pretrained({repo})\n"
         f"processor = hf_pgen.PointerGeneratorProcessor.from_pretrained({repo})  # tokenizer + model's vocab_size\n"
-        f"batch = processor([{text}], return_tensors=\"pt\")\n"
+        f'batch = processor([{text}], return_tensors="pt")\n'
         f"ids = model.generate(**batch, max_new_tokens={max_new_tokens})\n"
         "print(processor.batch_decode(ids, batch))  # copied words come back from each input's table\n"
         "```\n"
@@ -244,14 +270,24 @@ def render_model_card(
         if note:
             metric_notes.append((display, note))
         if metric_type is not None:
-            eval_results.append(EvalResult(
-                task_type=task, dataset_type=hub_datasets[0] if hub_datasets else "custom",
-                dataset_name=dataset_name or "evaluation data", dataset_split=split, metric_type=metric_type,
-                metric_name=display, metric_value=round(float(value), 4),
-            ))
+            eval_results.append(
+                EvalResult(
+                    task_type=task,
+                    dataset_type=hub_datasets[0] if hub_datasets else "custom",
+                    dataset_name=dataset_name or "evaluation data",
+                    dataset_split=split,
+                    metric_type=metric_type,
+                    metric_name=display,
+                    metric_value=round(float(value), 4),
+                )
+            )
     samples = metrics.get("samples")
-    evaluation = (f"The {split} split" + (f" of {dataset_name}" if dataset_name else "")
-                  + (f" ({samples} examples)" if isinstance(samples, int) else "") + ".")
+    evaluation = (
+        f"The {split} split"
+        + (f" of {dataset_name}" if dataset_name else "")
+        + (f" ({samples} examples)" if isinstance(samples, int) else "")
+        + "."
+    )
 
     card_tags = ["hf_pgen", task, "seq2seq"]
     if copy:
@@ -271,9 +307,19 @@ def render_model_card(
         metrics=list(dict.fromkeys(r.metric_type for r in eval_results)) or None,
         eval_results=eval_results or None,
     )
-    copy_settings = [(name, repr(getattr(config, name, None))) for name in
-                     ("pointer", "coverage", "coverage_weight", "selective_read", "copy_next", "force_p_gen",
-                      "p_gen_bias_init", "unk_token_id")]
+    copy_settings = [
+        (name, repr(getattr(config, name, None)))
+        for name in (
+            "pointer",
+            "coverage",
+            "coverage_weight",
+            "selective_read",
+            "copy_next",
+            "force_p_gen",
+            "p_gen_bias_init",
+            "unk_token_id",
+        )
+    ]
     return ModelCard.from_template(
         card_data,
         template_str=TEMPLATE,
@@ -282,8 +328,9 @@ def render_model_card(
         evaluation=evaluation,
         result_rows=result_rows,
         metric_notes=metric_notes,
-        usage=usage_snippet(repo_id, copy_mechanism=copy, task=task, example=example,
-                            max_new_tokens=max_new_tokens or 64),
+        usage=usage_snippet(
+            repo_id, copy_mechanism=copy, task=task, example=example, max_new_tokens=max_new_tokens or 64
+        ),
         copy_settings=copy_settings if copy else None,
         training_details=(training_details or "").strip(),
         limitations=_limitations(copy, tokenizer),
@@ -304,13 +351,21 @@ def hub_has_model_card(repo_id: str, token: str | None = None) -> bool:
     return True
 
 
-def push_model_card(model, repo_id: str, *, tags: list[str] | None = None, token: str | None = None,
-                    revision: str | None = None, create_pr: bool = False):
+def push_model_card(
+    model,
+    repo_id: str,
+    *,
+    tags: list[str] | None = None,
+    token: str | None = None,
+    revision: str | None = None,
+    create_pr: bool = False,
+):
     """Render `model`'s card (`render_model_card`) and upload it as the README.md of `repo_id`."""
     base_model = getattr(_base_config(model), "_name_or_path", None) or None
     card = render_model_card(model, base_model=base_model, repo_id=repo_id, tags=tags)
-    return card.push_to_hub(repo_id, token=token, revision=revision, create_pr=create_pr,
-                            commit_message="Add the hf_pgen model card")
+    return card.push_to_hub(
+        repo_id, token=token, revision=revision, create_pr=create_pr, commit_message="Add the hf_pgen model card"
+    )
 
 
 def _base_config(model):
@@ -328,7 +383,7 @@ def is_hub_id(name: str) -> bool:
 
 def _split_results(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     for prefix, split in _SPLITS:
-        found = {k[len(prefix):]: v for k, v in results.items() if k.startswith(prefix)}
+        found = {k[len(prefix) :]: v for k, v in results.items() if k.startswith(prefix)}
         if any(key in found for key, *_ in METRICS):
             return split, found
     return "validation", dict(results)
@@ -341,35 +396,47 @@ def _description(model, copy: bool, base_config, base_model: str | None, task: s
         what = f"{languages[0]} → {languages[1]} translation"
     origin = f"wrapping `{base_model}`" if base_model else "trained from a configuration"
     if not copy:
-        return (f"A {architecture} ({origin}) for {what} **without a copy mechanism**, saved by hf_pgen (for "
-                "instance the no-copy baseline of a pointer-generator comparison). It is a plain Transformers model: "
-                "words outside its vocabulary come out as the unknown token.")
-    return (f"A {architecture} ({origin}) for {what} with the **pointer-generator copy mechanism** of See et al. "
-            "(2017), made with hf_pgen. At every step the model mixes generating a word "
-            "from its vocabulary with copying a word from the source, weighted by a learnt switch p_gen, so names, "
-            "numbers, identifiers and placeholders that the vocabulary lacks can come out verbatim: they get "
-            "extended ids `vocab_size + k` that the hf_pgen decoder (or the folder's pipeline) turns back into "
-            "the source's text.")
+        return (
+            f"A {architecture} ({origin}) for {what} **without a copy mechanism**, saved by hf_pgen (for "
+            "instance the no-copy baseline of a pointer-generator comparison). It is a plain Transformers model: "
+            "words outside its vocabulary come out as the unknown token."
+        )
+    return (
+        f"A {architecture} ({origin}) for {what} with the **pointer-generator copy mechanism** of See et al. "
+        "(2017), made with hf_pgen. At every step the model mixes generating a word "
+        "from its vocabulary with copying a word from the source, weighted by a learnt switch p_gen, so names, "
+        "numbers, identifiers and placeholders that the vocabulary lacks can come out verbatim: they get "
+        "extended ids `vocab_size + k` that the hf_pgen decoder (or the folder's pipeline) turns back into "
+        "the source's text."
+    )
 
 
 def _limitations(copy: bool, tokenizer) -> list[str]:
     lines = []
     if copy:
         lines.append("Loading without hf_pgen needs `trust_remote_code=True`: the folder's own modelling code runs.")
-        lines.append("Copied words have ids >= `vocab_size`, which `tokenizer.decode` drops silently: decode with "
-                     "`hf_pgen.PointerGeneratorProcessor.batch_decode` and the OOV table of each input, or use the "
-                     "pipeline.")
-        lines.append("Copying is literal: words that should be translated or inflected may be copied instead, and a "
-                     "placeholder can still be dropped or duplicated; check outputs with "
-                     "`hf_pgen.metrics.placeholder_preservation`.")
+        lines.append(
+            "Copied words have ids >= `vocab_size`, which `tokenizer.decode` drops silently: decode with "
+            "`hf_pgen.PointerGeneratorProcessor.batch_decode` and the OOV table of each input, or use the "
+            "pipeline."
+        )
+        lines.append(
+            "Copying is literal: words that should be translated or inflected may be copied instead, and a "
+            "placeholder can still be dropped or duplicated; check outputs with "
+            "`hf_pgen.metrics.placeholder_preservation`."
+        )
         backend = getattr(tokenizer, "backend_tokenizer", None)
         byte_level = backend is not None and type(backend.pre_tokenizer).__name__ == "ByteLevel"
         if tokenizer is not None and (byte_level or getattr(tokenizer, "unk_token_id", None) is None):
-            lines.append("Its tokenizer leaves nothing out of vocabulary (byte-level or without an unknown token): "
-                         "only in-vocabulary pieces are copied, and no word needs an extended id.")
+            lines.append(
+                "Its tokenizer leaves nothing out of vocabulary (byte-level or without an unknown token): "
+                "only in-vocabulary pieces are copied, and no word needs an extended id."
+            )
         else:
-            lines.append("What counts as out of vocabulary depends on the tokenizer: with a word-level vocabulary "
-                         "every unseen word, with subword vocabularies only characters the vocabulary lacks.")
+            lines.append(
+                "What counts as out of vocabulary depends on the tokenizer: with a word-level vocabulary "
+                "every unseen word, with subword vocabularies only characters the vocabulary lacks."
+            )
     else:
         lines.append("No copy mechanism: names, identifiers and placeholders outside the vocabulary are lost.")
     lines.append("Scores hold for the evaluation data named above; they do not transfer to other domains.")

@@ -275,12 +275,18 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         if not had_card:
             full_repo_id = getattr(getattr(commit, "repo_url", None), "repo_id", None) or repo_id
             push_model_card(
-                self, full_repo_id, tags=tags, token=token, revision=kwargs.get("revision"),
+                self,
+                full_repo_id,
+                tags=tags,
+                token=token,
+                revision=kwargs.get("revision"),
                 create_pr=kwargs.get("create_pr", False),
             )
         return commit
 
-    def resize_token_embeddings(self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, **kwargs):
+    def resize_token_embeddings(
+        self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, **kwargs
+    ):
         """Resize the base's (shared) embeddings and LM head; extended ids then start at the new `vocab_size`."""
         embeddings = self.base.resize_token_embeddings(new_num_tokens, pad_to_multiple_of, **kwargs)
         self.vocab_size = self.config.vocab_size  # as PreTrainedModel.resize_token_embeddings leaves it
@@ -316,23 +322,35 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """
         if self._copy_step.inputs is None:
             return  # the decoder called on its own, not through this model's forward
-        (attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds, mixed_source,
-         extended_decoder_ids, source_ids) = self._copy_step.inputs
+        (
+            attention_mask,
+            cache,
+            previous_coverage,
+            decoder_input_ids,
+            decoder_inputs_embeds,
+            mixed_source,
+            extended_decoder_ids,
+            source_ids,
+        ) = self._copy_step.inputs
         encoder_states = self._encoder_states(kwargs)  # (B, S, D_enc)
         # (Indexing a ModelOutput builds the tuple of all its fields: read the attribute where there is one.)
         decoder_states = getattr(output, "last_hidden_state", None)  # (B, T, D_dec)
         if decoder_states is None:
             decoder_states = output[0]
-        keys, query, padding, context_scores = self._source_features(
-            encoder_states, attention_mask, cache
-        )
+        keys, query, padding, context_scores = self._source_features(encoder_states, attention_mask, cache)
         continuing = bias = None
         if self.copy_next is not None:
             continuing = CopyNext.continuing(extended_decoder_ids, source_ids, attention_mask)  # (B, T, S)
             bias = self.copy_next.bias(decoder_states, continuing)  # (B, T, S)
         pointer_attention, coverage_before = self._pointer_attention(
-            decoder_states, keys, query, padding, attention_mask, getattr(output, "cross_attentions", None),
-            previous_coverage, bias,
+            decoder_states,
+            keys,
+            query,
+            padding,
+            attention_mask,
+            getattr(output, "cross_attentions", None),
+            previous_coverage,
+            bias,
         )  # (B, T, S), (B, T, S)
         if isinstance(cache, PointerGeneratorCache) and self.config.coverage and self.pointer is not None:
             # Only the dedicated pointer's scores read coverage back at later steps.
@@ -360,8 +378,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             return None  # the decoder called on its own, not through this model's forward
         inputs = self._copy_step.inputs
         embeds = module.get_input_embeddings()(kwargs["input_ids"])  # (B, T, E)
-        read = self.selective_read(inputs.extended_decoder_ids, inputs.source_ids, inputs.attention_mask,
-                                   self._encoder_states(kwargs))
+        read = self.selective_read(
+            inputs.extended_decoder_ids, inputs.source_ids, inputs.attention_mask, self._encoder_states(kwargs)
+        )
         return args, {**kwargs, "input_ids": None, "inputs_embeds": embeds + read.to(embeds.dtype)}
 
     def _encoder_states(self, decoder_kwargs: dict) -> torch.Tensor:
@@ -478,8 +497,14 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         build_logits = labels is None or not self.training
         copy_step = self._copy_step
         copy_step.inputs = _CopyInputs(
-            attention_mask, cache, previous_coverage, decoder_input_ids, decoder_inputs_embeds,
-            source_ids if build_logits else None, extended_decoder_ids, source_ids,
+            attention_mask,
+            cache,
+            previous_coverage,
+            decoder_input_ids,
+            decoder_inputs_embeds,
+            source_ids if build_logits else None,
+            extended_decoder_ids,
+            source_ids,
         )
         copy_step.outputs = None
         try:
@@ -579,8 +604,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         keys = query = None
         if self.pointer is not None:
             # Decoding: no projection of the source at all (a copy of the states only when r > 1).
-            keys, query = (sources.contiguous(), self.pointer.decoding_query()) if decoding else (
-                self.pointer.keys(sources), None
+            keys, query = (
+                (sources.contiguous(), self.pointer.decoding_query())
+                if decoding
+                else (self.pointer.keys(sources), None)
             )
         context_scores = self.copy_switch.context_scores(sources)  # (B / r, S, 1)
         if rows_per_source > 1:
@@ -612,7 +639,9 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 # that exp cannot overflow), is what adding b to them would give.
                 weighted = attention * (bias - bias.amax(-1, keepdim=True)).exp()
                 total = weighted.sum(-1, keepdim=True)  # 0 only where every weighted position underflowed
-                attention = torch.where(total > 0, weighted / total.clamp_min(torch.finfo(torch.float32).tiny), attention)
+                attention = torch.where(
+                    total > 0, weighted / total.clamp_min(torch.finfo(torch.float32).tiny), attention
+                )
             coverage_before = None
         if self.config.coverage and coverage_before is None:
             # Cross-attention pointer: coverage cannot enter the base's scores, only the loss.
@@ -632,8 +661,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
     def _max_source_positions(self) -> int:
         base = self.config.base_config
-        return getattr(base, "max_position_embeddings", None) or getattr(base, "n_positions", None) or (
-            _DEFAULT_MAX_SOURCE_POSITIONS
+        return (
+            getattr(base, "max_position_embeddings", None)
+            or getattr(base, "n_positions", None)
+            or (_DEFAULT_MAX_SOURCE_POSITIONS)
         )
 
     def _pad_to_evaluation_width(self, logits: torch.Tensor) -> torch.Tensor:

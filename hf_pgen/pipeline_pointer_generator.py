@@ -144,7 +144,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if not self._copies:
             vocab_size = max(vocab_size, _tokenizer_width(self.tokenizer))
         self._processor = PointerGeneratorProcessor(
-            self.tokenizer, vocab_size=vocab_size,
+            self.tokenizer,
+            vocab_size=vocab_size,
             glossary_annotation=getattr(self.model.config, "glossary_annotation", None),  # set by training, any model
             copies=self._copies,
         )
@@ -241,7 +242,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if isinstance(inputs, str):
             _warn_missing_literals([inputs], kwargs.get("protect"), stacklevel=3)
             if per_input:  # one input: a list of one term base
-                kwargs = {**kwargs, "glossary": glossaries_for(list(kwargs["glossary"]), 1, bool(kwargs.get("glossary_ignore_case")))[0]}
+                kwargs = {
+                    **kwargs,
+                    "glossary": glossaries_for(list(kwargs["glossary"]), 1, bool(kwargs.get("glossary_ignore_case")))[
+                        0
+                    ],
+                }
             return super().__call__(inputs, *args, **kwargs)
         if isinstance(inputs, (bytes, bytearray, collections.abc.Mapping)):
             _check_text(inputs)
@@ -253,8 +259,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 return []
             _warn_missing_literals(texts, kwargs.get("protect"), stacklevel=3)
             if per_input:  # each text carries its own term base through the pipeline's batching
-                glossaries = glossaries_for(list(kwargs.pop("glossary")), len(texts),
-                                            bool(kwargs.get("glossary_ignore_case")))  # each read once
+                glossaries = glossaries_for(
+                    list(kwargs.pop("glossary")), len(texts), bool(kwargs.get("glossary_ignore_case"))
+                )  # each read once
                 texts = [_TextWithGlossary(text, glossary) for text, glossary in zip(texts, glossaries)]
                 kwargs["glossary"] = _PER_INPUT
             results = super().__call__(texts, *args, **kwargs)
@@ -312,8 +319,11 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             else:
                 limit = self._max_source_length()
                 encoding, table, spacing = self._encode(
-                    encoded, truncation=True if truncation is None else truncation, max_length=limit,
-                    return_num_truncated_tokens=True, **protection,
+                    encoded,
+                    truncation=True if truncation is None else truncation,
+                    max_length=limit,
+                    return_num_truncated_tokens=True,
+                    **protection,
                 )
         if truncation is not False:
             removed = encoding["num_truncated_tokens"][0]  # counted by the same tokenization
@@ -333,7 +343,9 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if return_copy_info:  # a dict too
             if glossary is not None:  # the record shows what the model read
                 text = self._processor.glossary_sources([str(text)], glossary, glossary_ignore_case)[0]
-            model_inputs["copy_source"] = self._copy_source(str(text), prefix, encoding, PROTECTED_SPANS_KEY in encoding)
+            model_inputs["copy_source"] = self._copy_source(
+                str(text), prefix, encoding, PROTECTED_SPANS_KEY in encoding
+            )
         return model_inputs
 
     def _forward(self, model_inputs: dict[str, Any], **generate_kwargs) -> dict[str, Any]:
@@ -353,7 +365,10 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 inputs[PROTECTED_SPANS_KEY] = protected  # the model installs the logits processor
             else:  # a plain base: the same processor, with the span's own (in-vocabulary) tokens only
                 generate_kwargs["logits_processor"] = _protection_processors(
-                    protected, self.model.generation_config, generate_kwargs, width=self.model.config.vocab_size,
+                    protected,
+                    self.model.generation_config,
+                    generate_kwargs,
+                    width=self.model.config.vocab_size,
                     batch_size=input_ids.shape[0],
                 )
         output = self.model.generate(**inputs, **generate_kwargs)  # (B * num_return_sequences, L)
@@ -438,8 +453,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if not mask[position]:
                 continue
             if end > start and start >= prefix_len:
-                tokens.append({"text": text[start - prefix_len : end - prefix_len],
-                               "span": [start - prefix_len, end - prefix_len]})
+                tokens.append(
+                    {
+                        "text": text[start - prefix_len : end - prefix_len],
+                        "span": [start - prefix_len, end - prefix_len],
+                    }
+                )
             else:  # a special token, or a piece of the task prefix
                 piece = source[start:end] if end > start else None
                 tokens.append({"text": piece or self.tokenizer.convert_ids_to_tokens(token_id), "span": None})
@@ -485,9 +504,17 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if share >= 0.5 and len(holds):
                 best = int(holds[attention[t, holds].argmax()])
                 span = source["source_tokens"][best]["span"]
-            tokens.append({"text": text[common:], "token_id": int(token_id), "p_gen": float(p_gen[t]),
-                           "copy_share": share, "source_span": span,
-                           "attention": [round(float(a), 6) for a in attention[t]], "protected": False})
+            tokens.append(
+                {
+                    "text": text[common:],
+                    "token_id": int(token_id),
+                    "p_gen": float(p_gen[t]),
+                    "copy_share": share,
+                    "source_span": span,
+                    "attention": [round(float(a), 6) for a in attention[t]],
+                    "protected": False,
+                }
+            )
             previous = text
         translation = "".join(token["text"] for token in tokens)
         _mark_protected(tokens, translation, source["protected_spans"])
@@ -513,7 +540,10 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         """Decode (k, L) outputs of one input; its table (and its spacing records) serve all k."""
         if self._copies:
             return self._processor.batch_decode(
-                output_ids, [table], skip_special_tokens=True, clean_up_tokenization_spaces=clean_up,
+                output_ids,
+                [table],
+                skip_special_tokens=True,
+                clean_up_tokenization_spaces=clean_up,
                 oov_spacing=[spacing],
             )
         # A plain base decodes exactly as v4's pipeline did.

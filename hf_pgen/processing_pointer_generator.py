@@ -72,7 +72,10 @@ class PointerGeneratorProcessor:
     """
 
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, vocab_size: int, glossary_annotation: str | None = None,
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        vocab_size: int,
+        glossary_annotation: str | None = None,
         copies: bool = True,
     ) -> None:
         _check_tokenizer(tokenizer)
@@ -109,8 +112,11 @@ class PointerGeneratorProcessor:
     @classmethod
     def from_model(cls, model: Any, tokenizer: PreTrainedTokenizerBase) -> PointerGeneratorProcessor:
         """The processor for an in-memory model: `vocab_size = model.config.vocab_size`, and its glossary annotation."""
-        return cls(tokenizer, vocab_size=model.config.vocab_size,
-                   glossary_annotation=getattr(model.config, "glossary_annotation", None))
+        return cls(
+            tokenizer,
+            vocab_size=model.config.vocab_size,
+            glossary_annotation=getattr(model.config, "glossary_annotation", None),
+        )
 
     def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> tuple[str, ...]:
         """Write the tokenizer files (the width lives in the model's config.json). Same arguments as the tokenizer's
@@ -210,8 +216,9 @@ class PointerGeneratorProcessor:
         ```
         """
         prefix = source_prefix or ""
-        sources, _ = self._apply_glossary([prefix + t for t in texts], glossary, "guarantee", glossary_ignore_case,
-                                          len(prefix))
+        sources, _ = self._apply_glossary(
+            [prefix + t for t in texts], glossary, "guarantee", glossary_ignore_case, len(prefix)
+        )
         return sources
 
     def check_glossary_mode(self, mode: str) -> None:
@@ -222,7 +229,7 @@ class PointerGeneratorProcessor:
         if mode == "hint" and self.glossary_annotation is None:
             raise ValueError(
                 'glossary_mode="hint" writes the terms into the source for the model to use, but this model has no '
-                "glossary_annotation (it was not trained to read them): use glossary_mode=\"guarantee\" (the default), "
+                'glossary_annotation (it was not trained to read them): use glossary_mode="guarantee" (the default), '
                 "or train the model with run_translation --glossary_augmentation."
             )
 

@@ -354,7 +354,7 @@ class _VocabularyIndex:
         pairs = _decode_each(self.tokenizer, [[word, i] for i in range(len(alone))])
         head = alone[word]
         return [
-            "" if i in special else (pair[len(head):] if pair.startswith(head) else text)
+            "" if i in special else (pair[len(head) :] if pair.startswith(head) else text)
             for i, (text, pair) in enumerate(zip(alone, pairs))
         ]
 
@@ -464,7 +464,9 @@ def _protected_spans_for_batch(
         by_text: dict[str, dict[str, Any]] = {}
         term = terms[index] if terms is not None else None
         added = term["added"] if term else []
-        offsets = [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)] if mode != "oov" or added else []
+        offsets = (
+            [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)] if mode != "oov" or added else []
+        )
         if mode == "oov":
             for position, token_id in enumerate(ids):
                 if added and _overlaps(offsets[position], added):
@@ -487,11 +489,22 @@ def _protected_spans_for_batch(
             kinds = {span: "span" for span in found}
             for target, start, end in term["targets"] if term else ():
                 if start is None:  # not in the source: spelled from the vocabulary
-                    entry = by_text.setdefault(target, {"count": 0, "variants": [], "context": [], "cut": False,
-                                                        "follows": set(), "term": True, "covered": set()})
+                    entry = by_text.setdefault(
+                        target,
+                        {
+                            "count": 0,
+                            "variants": [],
+                            "context": [],
+                            "cut": False,
+                            "follows": set(),
+                            "term": True,
+                            "covered": set(),
+                        },
+                    )
                     entry["count"] += 1
-                    entry["variants"] += [v for v in speller.alone(target)] + [speller.strip(v) for v in
-                                                                               speller.alone(target)]
+                    entry["variants"] += [v for v in speller.alone(target)] + [
+                        speller.strip(v) for v in speller.alone(target)
+                    ]
                 else:
                     kinds[(start, end)] = "term"
             for start, end in sorted(kinds):
@@ -523,9 +536,18 @@ def _protected_spans_for_batch(
                     else:
                         context.append(own)
                 variants += [speller.strip(v) for v in variants]
-                entry = by_text.setdefault(span_text, {"count": 0, "variants": [], "context": [], "cut": False,
-                                                       "follows": set(), "term": kinds[(start, end)] == "term",
-                                                       "covered": set()})
+                entry = by_text.setdefault(
+                    span_text,
+                    {
+                        "count": 0,
+                        "variants": [],
+                        "context": [],
+                        "cut": False,
+                        "follows": set(),
+                        "term": kinds[(start, end)] == "term",
+                        "covered": set(),
+                    },
+                )
                 # Occurrences are counted in tokens: two inside one source token ("1" twice in "121") are one
                 # occurrence of its copy, which is all the output scan can count.
                 if not (context and tuple(covering) in entry["covered"]):
@@ -542,12 +564,17 @@ def _protected_spans_for_batch(
             variants = _prune(entry["variants"]) or _prune(entry["context"])
             context = [list(v) for v in dict.fromkeys(entry["context"]) if v not in variants]
             if not variants:
-                why = ("lies past the truncation (raise max_length to let the model read it), and the span alone has "
-                       "unknown tokens" if entry.get("cut") else "its tokens there also cover text outside the span, and "
-                       "the span alone has unknown tokens")
+                why = (
+                    "lies past the truncation (raise max_length to let the model read it), and the span alone has "
+                    "unknown tokens"
+                    if entry.get("cut")
+                    else "its tokens there also cover text outside the span, and the span alone has unknown tokens"
+                )
                 if entry.get("term") and not entry["variants"] and not entry["context"] and not entry.get("cut"):
-                    why = ("the vocabulary spells it only with unknown tokens, and the model has no copy head or the "
-                           "glossary annotation that would put it in the source")
+                    why = (
+                        "the vocabulary spells it only with unknown tokens, and the model has no copy head or the "
+                        "glossary annotation that would put it in the source"
+                    )
                 warnings.warn(
                     f"{'Glossary term' if entry.get('term') else 'Protected span'} {span_text!r} of source {index} "
                     f"cannot be spelled by the model ({why}): it is not "
@@ -568,9 +595,17 @@ def _protected_spans_for_batch(
             # A glossary term must come out at least once: a translation may well use it fewer times than its source
             # term occurs ("the extension ... the extension author": "Erweiterung ... Erweiterungsautor"), or more.
             least = bool(entry.get("term")) and not entry.get("protected")
-            spans.append({"text": span_text, "count": 1 if least else entry["count"], "at_least": least,
-                          "sequences": [list(v) for v in variants], "context_sequences": context,
-                          "extensions": extensions, "not_after": after})
+            spans.append(
+                {
+                    "text": span_text,
+                    "count": 1 if least else entry["count"],
+                    "at_least": least,
+                    "sequences": [list(v) for v in variants],
+                    "context_sequences": context,
+                    "extensions": extensions,
+                    "not_after": after,
+                }
+            )
         result = {"spans": spans, "forbidden_ids": forbidden}
         if mode == "placeholders":  # the stray marks, and what the grammar needs to see the text before a span
             result.update(stray_ids=stray, oov_words=list(oov_words), vocab_size=vocab_size, vocabulary=vocabulary)
@@ -625,8 +660,10 @@ def _add_protected_spans(
     """Write `batch["protected_spans"]` (per example; one dict for an un-batched example) from an `encode_with_oovs`
     batch made with `return_offsets_mapping=True` by `vocabulary`'s tokenizer; drop the offsets unless the caller
     asked for them."""
-    single = isinstance(text, str) and not hasattr(batch["input_ids"], "dim") and (
-        not batch["input_ids"] or not isinstance(batch["input_ids"][0], list)
+    single = (
+        isinstance(text, str)
+        and not hasattr(batch["input_ids"], "dim")
+        and (not batch["input_ids"] or not isinstance(batch["input_ids"][0], list))
     )
     texts = [text] if isinstance(text, str) else list(text)
     keys = ("extended_input_ids", "attention_mask", "offset_mapping")

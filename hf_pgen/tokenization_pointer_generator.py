@@ -99,8 +99,10 @@ def _check_vocab_size(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> in
         raise TypeError(f"vocab_size must be an int (the model's output width), got {vocab_size!r}.")
     width = _tokenizer_width(tokenizer)
     if vocab_size < width:
-        what = f"len(tokenizer)={width}" if width == len(tokenizer) else (
-            f"the tokenizer's {width} ids (len(tokenizer)={len(tokenizer)} plus its language codes)"
+        what = (
+            f"len(tokenizer)={width}"
+            if width == len(tokenizer)
+            else (f"the tokenizer's {width} ids (len(tokenizer)={len(tokenizer)} plus its language codes)")
         )
         raise ValueError(
             f"vocab_size={vocab_size} is smaller than {what}: extended ids would collide with real token ids. Pass "
@@ -580,8 +582,9 @@ def encode_with_oovs(
 
     data: dict[str, Any] = {k: v for k, v in enc.items() if k != "offset_mapping"}
     if keep_offsets:
-        data["offset_mapping"] = [offs if offs is not None else [(0, 0)] * len(ids)
-                                  for offs, ids in zip(source_offsets, enc["input_ids"])]
+        data["offset_mapping"] = [
+            offs if offs is not None else [(0, 0)] * len(ids) for offs, ids in zip(source_offsets, enc["input_ids"])
+        ]
     data["extended_input_ids"] = extended
 
     if targets is not None:
@@ -628,8 +631,7 @@ def _row_offsets(
         # The Rust encodings keep what truncation cut off (always, requested or not): count its non-special
         # tokens; with a stride each overflow window repeats `stride` tokens of the one before.
         truncated = [
-            sum(o.special_tokens_mask.count(0) - stride for o in encoding.overflowing)
-            for encoding in enc.encodings
+            sum(o.special_tokens_mask.count(0) - stride for o in encoding.overflowing) for encoding in enc.encodings
         ]
         return list(enc["offset_mapping"]), truncated, [{}] * len(truncated)
     if target and hasattr(tokenizer, "_switch_to_target_mode"):
@@ -875,8 +877,18 @@ def _splice(parts: list[str], surfaces: list[str], clean_up: bool) -> str:
 
 def _clean_up_tokenization(text: str) -> str:
     # transformers' PreTrainedTokenizerBase.clean_up_tokenization (the same rules as the Rust WordPiece decoder's)
-    for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-                          (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+    for before, after in (
+        (" .", "."),
+        (" ?", "?"),
+        (" !", "!"),
+        (" ,", ","),
+        (" ' ", "'"),
+        (" n't", "n't"),
+        (" 'm", "'m"),
+        (" 's", "'s"),
+        (" 've", "'ve"),
+        (" 're", "'re"),
+    ):
         text = text.replace(before, after)
     return text
 
@@ -886,7 +898,11 @@ def _decoder_layout(tokenizer: PreTrainedTokenizerBase) -> dict[str, Any]:
     backend = tokenizer.backend_tokenizer
     decoder = backend.decoder
     layout: dict[str, Any] = {
-        "marker": None, "suffix": None, "cleanup": False, "swallows_marker": False, "punctuation_apart": False
+        "marker": None,
+        "suffix": None,
+        "cleanup": False,
+        "swallows_marker": False,
+        "punctuation_apart": False,
     }
     if decoder is None:
         return layout

@@ -77,22 +77,29 @@ def train_shared_tokenizer(
     metaspace = dict(replacement="▁", prepend_scheme="always", split=True)
     # Metaspace first (one "▁" per space), then one split that isolates placeholders, line breaks and tabs, and
     # single punctuation characters (one regex: a second splitter would cut the placeholders it kept whole).
-    word_split = pre_tokenizers.Sequence([
-        pre_tokenizers.Metaspace(**metaspace),
-        pre_tokenizers.Split(Regex(_PLACEHOLDER_PIECE + r"|[\n\r\t]|\p{P}|[$+<=>^`|~]"), behavior="isolated"),
-    ])
+    word_split = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Metaspace(**metaspace),
+            pre_tokenizers.Split(Regex(_PLACEHOLDER_PIECE + r"|[\n\r\t]|\p{P}|[$+<=>^`|~]"), behavior="isolated"),
+        ]
+    )
     if tokenizer_type == "bpe":
         tokenizer = Tokenizer(models.BPE())
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
     elif tokenizer_type == "wordpiece":
         tokenizer = Tokenizer(models.WordPiece(unk_token=UNK, continuing_subword_prefix="##"))
         tokenizer.pre_tokenizer = word_split
         tokenizer.decoder = decoders.Sequence([decoders.Replace("##", ""), decoders.Metaspace(**metaspace)])
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                            special_tokens=specials, continuing_subword_prefix="##")
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials, continuing_subword_prefix="##"
+        )
     elif tokenizer_type == "unigram":
         tokenizer = Tokenizer(models.Unigram())
         tokenizer.pre_tokenizer = word_split
@@ -102,25 +109,33 @@ def train_shared_tokenizer(
         tokenizer = Tokenizer(models.WordLevel(unk_token=UNK))
         tokenizer.pre_tokenizer = word_split
         tokenizer.decoder = decoders.Metaspace(**metaspace)
-        trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                            special_tokens=specials)
+        trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials)
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
     if not placeholders_in_vocabulary:
         if tokenizer_type != "wordlevel":
-            raise ValueError("placeholders_in_vocabulary=False is for word-level vocabularies, where a placeholder is "
-                             f"one word; a {tokenizer_type} vocabulary spells placeholders from pieces.")
+            raise ValueError(
+                "placeholders_in_vocabulary=False is for word-level vocabularies, where a placeholder is "
+                f"one word; a {tokenizer_type} vocabulary spells placeholders from pieces."
+            )
         tokenizer = _without_placeholders(tokenizer, texts, vocab_size, min_frequency)
     for index, token in enumerate(specials):
         if tokenizer.token_to_id(token) != index:
-            raise RuntimeError(f"The trained tokenizer put {token} at {tokenizer.token_to_id(token)}, expected {index}.")
+            raise RuntimeError(
+                f"The trained tokenizer put {token} at {tokenizer.token_to_id(token)}, expected {index}."
+            )
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"$A {EOS}", pair=f"$A {EOS} $B {EOS}", special_tokens=[(EOS, 1)]
     )
     kwargs = {"model_max_length": model_max_length} if model_max_length else {}
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token=PAD, eos_token=EOS, unk_token=UNK, bos_token=BOS,
-        clean_up_tokenization_spaces=False, **kwargs,
+        tokenizer_object=tokenizer,
+        pad_token=PAD,
+        eos_token=EOS,
+        unk_token=UNK,
+        bos_token=BOS,
+        clean_up_tokenization_spaces=False,
+        **kwargs,
     )
 
 
@@ -133,8 +148,9 @@ def _without_placeholders(tokenizer, texts: list[str], vocab_size: int, min_freq
 
     found = sum(is_placeholder(word) for word in tokenizer.get_vocab())
     if found:  # the same words again, plus as many as the placeholders take up
-        trainer = trainers.WordLevelTrainer(vocab_size=vocab_size + found, min_frequency=min_frequency,
-                                            special_tokens=list(SPECIAL_TOKENS))
+        trainer = trainers.WordLevelTrainer(
+            vocab_size=vocab_size + found, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS)
+        )
         tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
     kept = [w for w, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1]) if not is_placeholder(w)]
     tokenizer.model = models.WordLevel({w: i for i, w in enumerate(kept[:vocab_size])}, unk_token=UNK)

@@ -168,14 +168,17 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         if glossary is not None:
             glossary = glossaries_for(glossary, None)  # a file is read (and checked) once, before any training
             if isinstance(glossary, list):
-                raise TypeError("The Trainer's glossary is one term base for every example: a dict, a Glossary or a "
-                                "TSV/CSV path.")
+                raise TypeError(
+                    "The Trainer's glossary is one term base for every example: a dict, a Glossary or a TSV/CSV path."
+                )
         if glossary is not None and glossary_column is not None:
-            raise ValueError("Pass glossary (one term base for every example) or glossary_column (one per example), "
-                             "not both.")
+            raise ValueError(
+                "Pass glossary (one term base for every example) or glossary_column (one per example), not both."
+            )
         self.glossary, self.glossary_mode, self.glossary_column = glossary, glossary_mode, glossary_column
-        self._protection = dict(source_column=source_column, source_prefix=source_prefix,
-                                max_source_length=max_source_length)
+        self._protection = dict(
+            source_column=source_column, source_prefix=source_prefix, max_source_length=max_source_length
+        )
         self._examples: _ExampleIndexDataset | None = None  # the dataset being evaluated (for protected spans)
         self.label_smoothing = 0.0
         if self.label_smoother is not None and is_pointer_generator(self.model):
@@ -249,8 +252,13 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             gen_kwargs.update(self._protection_kwargs(inputs, indices, gen_kwargs))
         if copy_head and not self.args.predict_with_generate and ignore_keys is None:
             # Keep the log-probabilities only: the encoder states and the scalar coverage loss do not concatenate.
-            ignore_keys = [*getattr(self.model.config, "keys_to_ignore_at_inference", ["cache"]),
-                           "cache", "past_key_values", "encoder_last_hidden_state", "coverage_loss"]
+            ignore_keys = [
+                *getattr(self.model.config, "keys_to_ignore_at_inference", ["cache"]),
+                "cache",
+                "past_key_values",
+                "encoder_last_hidden_state",
+                "coverage_loss",
+            ]
         with self._model_label_smoothing(model):
             loss, predictions, labels = super().prediction_step(
                 model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs
@@ -264,8 +272,9 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             predictions = _pad_to_evaluation_width(_unwrap(self.model), predictions)
         return loss, predictions, labels
 
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix="eval") -> EvalLoopOutput:
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix="eval"
+    ) -> EvalLoopOutput:
         examples = getattr(dataloader, "dataset", None)
         examples = examples if isinstance(examples, _ExampleIndexDataset) else None
         self._gathered_indices, self._evaluation_rows, self._examples = [], None, examples
@@ -274,7 +283,10 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             self.compute_metrics = functools.partial(self._compute_metrics_with_examples, compute_metrics, examples)
         try:
             output = super().evaluation_loop(
-                dataloader, description, prediction_loss_only=prediction_loss_only, ignore_keys=ignore_keys,
+                dataloader,
+                description,
+                prediction_loss_only=prediction_loss_only,
+                ignore_keys=ignore_keys,
                 metric_key_prefix=metric_key_prefix,
             )
         finally:
@@ -300,21 +312,34 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             pairs = self._examples.column(self.glossary_column) if self._examples is not None else None
             if pairs is None and self.protect is None:
                 return {}  # this dataset has no terms: decoded as it is
-            glossary = None if pairs is None else [
-                dict(pairs[i]) if isinstance(pairs[i], dict) else {s: t for s, t in pairs[i]} for i in indices.tolist()
-            ]
+            glossary = (
+                None
+                if pairs is None
+                else [
+                    dict(pairs[i]) if isinstance(pairs[i], dict) else {s: t for s, t in pairs[i]}
+                    for i in indices.tolist()
+                ]
+            )
         model = _unwrap(self.model)
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         processor = self.__dict__.get("_protection_processor")
         if processor is None:  # one per trainer: it caches what it learns about the vocabulary
             processor = self._protection_processor = PointerGeneratorProcessor(
-                tokenizer, model.config.vocab_size, glossary_annotation=getattr(model.config, "glossary_annotation", None),
+                tokenizer,
+                model.config.vocab_size,
+                glossary_annotation=getattr(model.config, "glossary_annotation", None),
                 copies=is_pointer_generator(model),
             )
         # The prefix is read by the model, never protected: only the column's own text is searched.
-        batch = processor([texts[i] for i in indices.tolist()], max_length=self._protection["max_source_length"],
-                          truncation=True, protect=self.protect, source_prefix=self._protection["source_prefix"],
-                          glossary=glossary, glossary_mode=self.glossary_mode)
+        batch = processor(
+            [texts[i] for i in indices.tolist()],
+            max_length=self._protection["max_source_length"],
+            truncation=True,
+            protect=self.protect,
+            source_prefix=self._protection["source_prefix"],
+            glossary=glossary,
+            glossary_mode=self.glossary_mode,
+        )
         for row, (ids, mask) in enumerate(zip(inputs["input_ids"], inputs["attention_mask"])):
             if batch["input_ids"][row] != ids[mask.bool()].tolist():  # every row: any may be the one cut shorter
                 raise ValueError(
@@ -330,9 +355,15 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             return {}
         if is_pointer_generator(model):
             return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
-        return {"logits_processor": _protection_processors(spans, model.generation_config, gen_kwargs,
-                                                           width=model.config.vocab_size,
-                                                           batch_size=inputs["input_ids"].shape[0])}
+        return {
+            "logits_processor": _protection_processors(
+                spans,
+                model.generation_config,
+                gen_kwargs,
+                width=model.config.vocab_size,
+                batch_size=inputs["input_ids"].shape[0],
+            )
+        }
 
     def _guard_name(self) -> str:
         return f"protect={self.protect!r}" if self.protect is not None else "glossary"
@@ -348,8 +379,9 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         self._evaluation_rows = first
         return first
 
-    def _compute_metrics_with_examples(self, compute_metrics: Callable, examples: "_ExampleIndexDataset",
-                                       eval_pred: EvalPrediction, **kwargs):
+    def _compute_metrics_with_examples(
+        self, compute_metrics: Callable, examples: "_ExampleIndexDataset", eval_pred: EvalPrediction, **kwargs
+    ):
         predictions, label_ids = eval_pred.predictions, eval_pred.label_ids
         inputs, losses = eval_pred.inputs, eval_pred.losses
         if self.args.batch_eval_metrics:  # called once per batch: the rows are this step's
@@ -372,19 +404,29 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         for name in dict.fromkeys(wanted):
             values = examples.column(name)
             if values is None:
-                raise KeyError(f"compute_metrics asks for the dataset column {name!r}, but the evaluation dataset has "
-                               f"no such column. Keep it when mapping the dataset (do not remove_columns it).")
+                raise KeyError(
+                    f"compute_metrics asks for the dataset column {name!r}, but the evaluation dataset has "
+                    f"no such column. Keep it when mapping the dataset (do not remove_columns it)."
+                )
             columns[name] = [values[i] for i in indices]
         vocab_size = _model_vocab_size(self.model)
         if oov_words is None and vocab_size is not None and _count_copies(predictions, vocab_size):
             logger.warning(
                 "Predictions hold copied words (ids >= vocab_size=%d) but the evaluation dataset has no %r column, so "
                 "no decoder can turn them back into text. Keep the processor's / encode_with_oovs' `oov_words` in the "
-                "evaluation dataset.", vocab_size, self.oov_words_column,
+                "evaluation dataset.",
+                vocab_size,
+                self.oov_words_column,
             )
         eval_pred = PointerGeneratorEvalPrediction(
-            predictions, label_ids, inputs, losses, oov_words=oov_words, columns=columns,
-            example_indices=np.asarray(indices), oov_spacing=oov_spacing,
+            predictions,
+            label_ids,
+            inputs,
+            losses,
+            oov_words=oov_words,
+            columns=columns,
+            example_indices=np.asarray(indices),
+            oov_spacing=oov_spacing,
         )
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         with _warn_on_lossy_decode(tokenizer, vocab_size if is_pointer_generator(self.model) else None):
@@ -392,9 +434,25 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
 
     # -- model card -----------------------------------------------------------------------------------------------
 
-    def create_model_card(self, language=None, license=None, tags=None, model_name=None, finetuned_from=None,
-                          tasks=None, dataset_tags=None, dataset=None, dataset_args=None, *, results=None,
-                          dataset_name=None, repo_id=None, example=None, max_new_tokens=None, training_details=None):
+    def create_model_card(
+        self,
+        language=None,
+        license=None,
+        tags=None,
+        model_name=None,
+        finetuned_from=None,
+        tasks=None,
+        dataset_tags=None,
+        dataset=None,
+        dataset_args=None,
+        *,
+        results=None,
+        dataset_name=None,
+        repo_id=None,
+        example=None,
+        max_new_tokens=None,
+        training_details=None,
+    ):
         """Write README.md with `hf_pgen.modelcard.render_model_card` (task, tags, usage snippets that run, evaluation
         results, copy settings) for a pointer-generator, and for any model given `training_details` (the no-copy
         baseline of a comparison); a plain base otherwise gets the stock card.
@@ -407,8 +465,15 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             return
         if not is_pointer_generator(self.model) and training_details is None:
             return super().create_model_card(
-                language=language, license=license, tags=tags, model_name=model_name, finetuned_from=finetuned_from,
-                tasks=tasks, dataset_tags=dataset_tags, dataset=dataset, dataset_args=dataset_args,
+                language=language,
+                license=license,
+                tags=tags,
+                model_name=model_name,
+                finetuned_from=finetuned_from,
+                tasks=tasks,
+                dataset_tags=dataset_tags,
+                dataset=dataset,
+                dataset_args=dataset_args,
             )
         from pathlib import Path
 
@@ -421,11 +486,21 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                     results = {k: v for k, v in entry.items() if k.startswith("eval_")}
         task = tasks[0] if isinstance(tasks, (list, tuple)) and tasks else tasks
         card = render_model_card(
-            _unwrap(self.model), base_model=finetuned_from, tokenizer=self.processing_class, results=results or None,
-            task=task, language=language, license=license, dataset=dataset or dataset_tags,
-            dataset_name=dataset_name, repo_id=repo_id or self.hub_model_id, model_name=model_name,
-            tags=[tags] if isinstance(tags, str) else tags, example=example,
-            max_new_tokens=max_new_tokens or self.args.generation_max_length, training_details=training_details,
+            _unwrap(self.model),
+            base_model=finetuned_from,
+            tokenizer=self.processing_class,
+            results=results or None,
+            task=task,
+            language=language,
+            license=license,
+            dataset=dataset or dataset_tags,
+            dataset_name=dataset_name,
+            repo_id=repo_id or self.hub_model_id,
+            model_name=model_name,
+            tags=[tags] if isinstance(tags, str) else tags,
+            example=example,
+            max_new_tokens=max_new_tokens or self.args.generation_max_length,
+            training_details=training_details,
         )
         Path(self.args.output_dir).mkdir(parents=True, exist_ok=True)
         Path(self.args.output_dir, "README.md").write_text(str(card), encoding="utf-8")
@@ -459,8 +534,10 @@ def build_compute_metrics(
     if vocab_size is None and tokenizer is not processor_or_tokenizer:  # a processor knows the model's width
         vocab_size = getattr(processor_or_tokenizer, "vocab_size", None)
     if vocab_size is None:  # not tokenizer.vocab_size: the model's output width may be larger (T5: 32128)
-        raise ValueError("build_compute_metrics needs the model's vocab_size with a tokenizer: pass "
-                         "vocab_size=model.config.vocab_size, or pass a PointerGeneratorProcessor.")
+        raise ValueError(
+            "build_compute_metrics needs the model's vocab_size with a tokenizer: pass "
+            "vocab_size=model.config.vocab_size, or pass a PointerGeneratorProcessor."
+        )
 
     def compute_metrics(eval_pred: EvalPrediction) -> dict[str, float]:
         from .metrics import translation_metrics
@@ -474,14 +551,25 @@ def build_compute_metrics(
         if tables is None:
             tables = [None] * len(predictions)
         columns = getattr(eval_pred, "columns", {})
-        decoded = [text.strip() for text in batch_decode_with_oovs(
-            tokenizer, predictions, tables, vocab_size=vocab_size, oov_spacing_per_example=spacing)]
+        decoded = [
+            text.strip()
+            for text in batch_decode_with_oovs(
+                tokenizer, predictions, tables, vocab_size=vocab_size, oov_spacing_per_example=spacing
+            )
+        ]
         if reference_column is not None:
             references = [str(text).strip() for text in columns[reference_column]]
         else:
-            references = [text.strip() for text in batch_decode_with_oovs(
-                tokenizer, np.asarray(eval_pred.label_ids), tables, vocab_size=vocab_size,
-                oov_spacing_per_example=spacing)]
+            references = [
+                text.strip()
+                for text in batch_decode_with_oovs(
+                    tokenizer,
+                    np.asarray(eval_pred.label_ids),
+                    tables,
+                    vocab_size=vocab_size,
+                    oov_spacing_per_example=spacing,
+                )
+            ]
         sources = [str(text) for text in columns[source_column]] if source_column is not None else None
         score = metrics if metrics is not None else translation_metrics
         result = score(sources, decoded, references, getattr(eval_pred, "oov_words", None))
@@ -508,8 +596,13 @@ class _ExampleIndexDataset(torch.utils.data.Dataset):
 
     @classmethod
     def wrap(cls, dataset):
-        if (dataset is None or isinstance(dataset, (cls, dict, torch.utils.data.IterableDataset))
-                or not has_length(dataset) or len(dataset) == 0 or not isinstance(dataset[0], Mapping)):
+        if (
+            dataset is None
+            or isinstance(dataset, (cls, dict, torch.utils.data.IterableDataset))
+            or not has_length(dataset)
+            or len(dataset) == 0
+            or not isinstance(dataset[0], Mapping)
+        ):
             return dataset
         return cls(dataset)
 
@@ -637,7 +730,10 @@ def _warn_on_lossy_decode(tokenizer, vocab_size: int | None):
                     "silently: the scores miss every copy. Decode with hf_pgen.batch_decode_with_oovs(tokenizer, ids, "
                     "eval_pred.oov_words, vocab_size=model.config.vocab_size) (or processor.batch_decode(ids, "
                     "eval_pred.oov_words)), or use hf_pgen.build_compute_metrics.",
-                    copies, vocab_size, type(tokenizer).__name__, method.__name__,
+                    copies,
+                    vocab_size,
+                    type(tokenizer).__name__,
+                    method.__name__,
                 )
             return method(token_ids, *args, **kwargs)
 

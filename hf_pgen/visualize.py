@@ -173,10 +173,12 @@ def _record_html(record: Mapping[str, Any], index: int) -> str:
 <h2 id="{rid}-title">Translation {index + 1} <span class="pg-summary">{html.escape(summary)}</span></h2>
 <div class="pg-row"><span class="pg-label" id="{rid}-source-label">Source</span>
 <p class="pg-source" id="{rid}-source" dir="auto" aria-labelledby="{rid}-source-label">{
-    _source_html(record["source"], source_tokens, protected_positions, rid)}</p></div>
+        _source_html(record["source"], source_tokens, protected_positions, rid)
+    }</p></div>
 <div class="pg-row"><span class="pg-label" id="{rid}-output-label">Translation</span>
 <p class="pg-translation" id="{rid}-output" dir="auto" aria-labelledby="{rid}-output-label">{
-    _output_html(tokens, rid)}</p></div>
+        _output_html(tokens, rid)
+    }</p></div>
 {protected_html}
 <div class="pg-inspector" id="{rid}-inspector" role="status" aria-live="polite" aria-atomic="true">
 <p class="pg-hint">Hover over an output token, or press Tab to reach one, to see where it came from.</p>
@@ -218,7 +220,7 @@ def _output_html(tokens: Sequence[Mapping[str, Any]], rid: str) -> str:
         text = token["text"]
         core = text.strip()
         lead = text[: len(text) - len(text.lstrip())] if core else ""
-        trail = text[len(lead) + len(core):] if core else ""
+        trail = text[len(lead) + len(core) :] if core else ""
         shown = core if core else text
         share = _number(token["copy_share"])
         p_gen = _number(token["p_gen"])
@@ -232,9 +234,8 @@ def _output_html(tokens: Sequence[Mapping[str, Any]], rid: str) -> str:
             classes.append("pg-blank")
         attention = ",".join(_float_attr(weight) for weight in token["attention"])
         origin = "copied" if span is not None else "generated"
-        label = (
-            f"{core or 'whitespace'}: {origin}, copy share {_percent(share)}, p_gen {_fixed(p_gen)}"
-            + (", protected" if token.get("protected") else "")
+        label = f"{core or 'whitespace'}: {origin}, copy share {_percent(share)}, p_gen {_fixed(p_gen)}" + (
+            ", protected" if token.get("protected") else ""
         )
         # Background alpha = copy share: light enough at 1 for dark text (contrast > 7:1), see _STYLE.
         alpha = 0.0 if math.isnan(share) else min(max(share, 0.0), 1.0)
@@ -455,9 +456,7 @@ _PAGE = """<!DOCTYPE html>
 # -- picture ----------------------------------------------------------------------------------------------------------
 
 
-def plot(
-    record: Mapping[str, Any] | Sequence[Mapping[str, Any]], path: str | os.PathLike, dpi: int = 150
-) -> Path:
+def plot(record: Mapping[str, Any] | Sequence[Mapping[str, Any]], path: str | os.PathLike, dpi: int = 150) -> Path:
     """Save a picture of one copy record: the pointer attention (output tokens x source tokens) as a heatmap, with
     a strip of p_gen and copy share beside it. Copied output tokens are bold, with the source cell they were copied
     from boxed; protected ones are purple. The figure grows with the token counts, so long texts stay legible.
@@ -552,19 +551,38 @@ def _figure(record: Mapping[str, Any]):
     # axes rectangles in figure fractions
     heat = figure.add_axes((left / width, bottom / height, heat_w / width, heat_h / height))
     p_gen_axes, share_axes = (
-        figure.add_axes(((left + heat_w + gap + k * strip_in / 2) / width, bottom / height, 0.95 * strip_in / 2 / width,
-                         heat_h / height))
+        figure.add_axes(
+            (
+                (left + heat_w + gap + k * strip_in / 2) / width,
+                bottom / height,
+                0.95 * strip_in / 2 / width,
+                heat_h / height,
+            )
+        )
         for k in (0, 1)
     )
     bar_h = min(heat_h, 2.0)  # level with the heatmap's first rows
-    bar = figure.add_axes(((left + heat_w + gap + strip_in + 0.25) / width, (bottom + heat_h - bar_h) / height,
-                           0.12 / width, bar_h / height))
+    bar = figure.add_axes(
+        (
+            (left + heat_w + gap + strip_in + 0.25) / width,
+            (bottom + heat_h - bar_h) / height,
+            0.12 / width,
+            bar_h / height,
+        )
+    )
 
     top_weight = float(attention.max())  # the colours span the weights there are: sharper for diffuse attention
-    image = heat.imshow(attention, cmap="Blues", vmin=0.0, vmax=top_weight if top_weight > 0 else 1.0, aspect="auto",
-                        interpolation="nearest")
-    heat.set_xticks(range(columns), column_labels, rotation=60, ha="right", rotation_mode="anchor", fontsize=9,
-                    **text_props)
+    image = heat.imshow(
+        attention,
+        cmap="Blues",
+        vmin=0.0,
+        vmax=top_weight if top_weight > 0 else 1.0,
+        aspect="auto",
+        interpolation="nearest",
+    )
+    heat.set_xticks(
+        range(columns), column_labels, rotation=60, ha="right", rotation_mode="anchor", fontsize=9, **text_props
+    )
     heat.set_yticks(range(rows), row_labels, fontsize=9, **text_props)
     heat.set_xlabel("source tokens (pointer attention)", fontsize=9, labelpad=6)
     heat.set_ylabel("output tokens", fontsize=9)
@@ -579,19 +597,29 @@ def _figure(record: Mapping[str, Any]):
             label.set_fontweight("bold")
             span = tuple(token["source_span"])
             if span in spans:  # box the cell it was copied from
-                heat.add_patch(Rectangle((spans.index(span) - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#e07a10",
-                                         linewidth=1.8))
+                heat.add_patch(
+                    Rectangle((spans.index(span) - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#e07a10", linewidth=1.8)
+                )
         if token.get("protected"):
             label.set_color("#6b2fa0")
 
     # p_gen (1 = generated) and copy share (1 = copied) read in opposite directions: one colour map each.
     for axes, column, name, cmap in ((p_gen_axes, 0, "p_gen", "Greens"), (share_axes, 1, "copy\nshare", "Oranges")):
         values = strip[:, column : column + 1]  # (rows, 1)
-        axes.imshow(np.nan_to_num(values, nan=0.0), cmap=cmap, vmin=0.0, vmax=1.6, aspect="auto",
-                    interpolation="nearest")
+        axes.imshow(
+            np.nan_to_num(values, nan=0.0), cmap=cmap, vmin=0.0, vmax=1.6, aspect="auto", interpolation="nearest"
+        )
         for i, value in enumerate(values[:, 0]):
-            axes.text(0, i, "n/a" if np.isnan(value) else f"{value:.2f}", ha="center", va="center", fontsize=8,
-                      color="#1b1b1f", **text_props)
+            axes.text(
+                0,
+                i,
+                "n/a" if np.isnan(value) else f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#1b1b1f",
+                **text_props,
+            )
         axes.set_xticks([0], [name], fontsize=8)
         axes.xaxis.tick_top()
         axes.set_yticks([])
@@ -602,8 +630,15 @@ def _figure(record: Mapping[str, Any]):
     colorbar.set_label("attention", fontsize=8)
 
     figure.text(0.15 / width, 1 - 0.2 / height, title, ha="left", va="top", fontsize=9, **text_props)
-    figure.text(0.15 / width, 0.1 / height,
-                "bold: copied (boxed: the source token it came from)    purple: protected\n"
-                "p_gen: 1 = generated, 0 = copied    copy share: share of the probability from copying",
-                ha="left", va="bottom", fontsize=7, color="#4a4f57", **text_props)
+    figure.text(
+        0.15 / width,
+        0.1 / height,
+        "bold: copied (boxed: the source token it came from)    purple: protected\n"
+        "p_gen: 1 = generated, 0 = copied    copy share: share of the probability from copying",
+        ha="left",
+        va="bottom",
+        fontsize=7,
+        color="#4a4f57",
+        **text_props,
+    )
     return figure

@@ -14,9 +14,18 @@ CHROMEDRIVER = os.environ.get("HF_PGEN_CHROMEDRIVER", "/usr/bin/chromedriver")
 
 # Everything that would reach the network at start-up is off: the page under test is a local file.
 FLAGS = (
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
-    "--disable-dev-shm-usage", "--force-device-scale-factor=1", "--window-size=1280,900",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-dev-shm-usage",
+    "--force-device-scale-factor=1",
+    "--window-size=1280,900",
 )
 
 

@@ -38,7 +38,9 @@ def case_model(case):
     generator = torch.Generator().manual_seed(0)
     for name, param in model.named_parameters():
         if name.startswith(("selective_read.", "copy_next.")):
-            param.data.copy_(torch.randn(param.shape, generator=generator) * 0.5 + (1.0 if name.endswith("bias") else 0))
+            param.data.copy_(
+                torch.randn(param.shape, generator=generator) * 0.5 + (1.0 if name.endswith("bias") else 0)
+            )
     return model
 
 
@@ -57,15 +59,18 @@ def trained_copier():
     train_texts = corpus_texts("train", limit=3000)
     test_texts = corpus_texts("test", limit=64)
     tokenizer = word_level_tokenizer(train_texts, vocab_size=200)
-    base = tiny_base("bart", tokenizer=tokenizer, d_model=64, max_position_embeddings=64, dropout=0.0,
-                     decisive_init=False)
+    base = tiny_base(
+        "bart", tokenizer=tokenizer, d_model=64, max_position_embeddings=64, dropout=0.0, decisive_init=False
+    )
     model = PointerGeneratorForConditionalGeneration.from_base(
         base, unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
     )
     model.generation_config.update(max_length=24, num_beams=1)
     features = encode_with_oovs(tokenizer, train_texts, text_target=train_texts, vocab_size=model.config.vocab_size)
-    rows = [{key: features[key][i] for key in ("input_ids", "attention_mask", "extended_input_ids", "labels")}
-            for i in range(len(train_texts))]
+    rows = [
+        {key: features[key][i] for key in ("input_ids", "attention_mask", "extended_input_ids", "labels")}
+        for i in range(len(train_texts))
+    ]
     collate = DataCollatorForPointerGenerator(tokenizer, model=model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
@@ -78,5 +83,3 @@ def trained_copier():
         optimizer.zero_grad()
     model.eval()
     return model, tokenizer, test_texts
-
-

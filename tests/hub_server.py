@@ -66,8 +66,9 @@ GITATTRIBUTES = (
 class HubError(Exception):
     """An error answered to the client: HTTP status, optional X-Error-Code, message."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, headers: dict | None = None,
-                 extra: dict | None = None):
+    def __init__(
+        self, status: int, message: str, code: str | None = None, headers: dict | None = None, extra: dict | None = None
+    ):
         super().__init__(message)
         self.status, self.message, self.code, self.headers = status, message, code, headers or {}
         self.extra = extra or {}  # more keys for the JSON body
@@ -162,8 +163,15 @@ class HubStorage:
         with self._lock:
             if self.exists(repo_type, repo_id):
                 return False
-            state = {"repo_id": repo_id, "repo_type": repo_type, "private": bool(private),
-                     "created_at": _now(), "branches": {}, "commits": {}, "next_pr": 1}
+            state = {
+                "repo_id": repo_id,
+                "repo_type": repo_type,
+                "private": bool(private),
+                "created_at": _now(),
+                "branches": {},
+                "commits": {},
+                "next_pr": 1,
+            }
             sha = self.put_blob(GITATTRIBUTES)
             files = {".gitattributes": self._file_entry(sha, len(GITATTRIBUTES), False, GITATTRIBUTES)}
             state["branches"]["main"] = self._new_commit(state, None, files, "initial commit", "")
@@ -185,8 +193,17 @@ class HubStorage:
             raise HubError(404, f"Invalid rev id: {revision}", "RevisionNotFound")
         return state, sha, state["commits"][sha]["files"]
 
-    def commit(self, repo_type: str, repo_id: str, revision: str, operations: list[dict], title: str,
-               description: str = "", parent_commit: str | None = None, create_pr: bool = False) -> dict:
+    def commit(
+        self,
+        repo_type: str,
+        repo_id: str,
+        revision: str,
+        operations: list[dict],
+        title: str,
+        description: str = "",
+        parent_commit: str | None = None,
+        create_pr: bool = False,
+    ) -> dict:
         """Apply NDJSON commit operations (file / lfsFile / deletedFile / deletedFolder) to a branch."""
         with self._lock:
             state, head, files = self.resolve(repo_type, repo_id, revision)
@@ -303,8 +320,14 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send(self, status: int, body: bytes = b"", headers: dict | None = None,
-              content_type: str = "application/json", send_body: bool = True) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: dict | None = None,
+        content_type: str = "application/json",
+        send_body: bool = True,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         headers = dict(headers or {})
@@ -330,8 +353,12 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             if err.code:
                 headers["X-Error-Code"] = err.code
             headers["X-Error-Message"] = err.message.encode("ascii", "replace").decode()
-            self._send(err.status, json.dumps({"error": err.message, **err.extra}).encode(), headers,
-                       send_body=method != "HEAD")
+            self._send(
+                err.status,
+                json.dumps({"error": err.message, **err.extra}).encode(),
+                headers,
+                send_body=method != "HEAD",
+            )
         except Exception as exc:  # a bug in this server: answer 500 with the reason
             self._send(500, json.dumps({"error": f"hub_server crashed: {exc!r}"}).encode())
             raise
@@ -387,7 +414,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         if segs[0] in URL_PREFIXES and len(segs) > 1:
             repo_type, segs = URL_PREFIXES[segs[0]], segs[1:]
         git = next((i for i, s in enumerate(segs[:2]) if s.endswith(".git")), None)
-        if git is not None and segs[git + 1:] == ["info", "lfs", "objects", "batch"] and method == "POST":
+        if git is not None and segs[git + 1 :] == ["info", "lfs", "objects", "batch"] and method == "POST":
             repo_id = "/".join(segs[:git] + [segs[git][: -len(".git")]])
             return self._lfs_batch(repo_type, repo_id)
         if method in ("GET", "HEAD") and "resolve" in segs[1:3]:
@@ -398,11 +425,18 @@ class HubRequestHandler(BaseHTTPRequestHandler):
 
     def _route_api(self, method: str, segs: list[str]) -> None:
         if segs == ["whoami-v2"] and method == "GET":
-            return self._json({
-                "type": "user", "name": DEFAULT_USER, "fullname": "Test User", "email": "tester@example.com",
-                "emailVerified": True, "isPro": False, "orgs": [],
-                "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": "write"}},
-            })
+            return self._json(
+                {
+                    "type": "user",
+                    "name": DEFAULT_USER,
+                    "fullname": "Test User",
+                    "email": "tester@example.com",
+                    "emailVerified": True,
+                    "isPro": False,
+                    "orgs": [],
+                    "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": "write"}},
+                }
+            )
         if segs == ["repos", "create"] and method == "POST":
             return self._create_repo()
         if segs == ["repos", "delete"] and method == "DELETE":
@@ -467,16 +501,31 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         for path, f in sorted(files.items()):
             sibling = {"rfilename": path, "size": f["size"], "blobId": f["oid"]}
             if f["lfs"]:
-                sibling["lfs"] = {"sha256": f["sha256"], "size": f["size"],
-                                  "pointerSize": len(_lfs_pointer(f["sha256"], f["size"]))}
+                sibling["lfs"] = {
+                    "sha256": f["sha256"],
+                    "size": f["size"],
+                    "pointerSize": len(_lfs_pointer(f["sha256"], f["size"])),
+                }
             siblings.append(sibling)
         author = repo_id.split("/")[0] if "/" in repo_id else None
-        self._json({
-            "_id": hashlib.sha1(repo_id.encode()).hexdigest()[:24], "id": repo_id, "modelId": repo_id,
-            "author": author, "sha": sha, "lastModified": state["commits"][sha]["date"],
-            "createdAt": state["created_at"], "private": state["private"], "gated": False,
-            "disabled": False, "downloads": 0, "likes": 0, "tags": [], "siblings": siblings,
-        })
+        self._json(
+            {
+                "_id": hashlib.sha1(repo_id.encode()).hexdigest()[:24],
+                "id": repo_id,
+                "modelId": repo_id,
+                "author": author,
+                "sha": sha,
+                "lastModified": state["commits"][sha]["date"],
+                "createdAt": state["created_at"],
+                "private": state["private"],
+                "gated": False,
+                "disabled": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": [],
+                "siblings": siblings,
+            }
+        )
 
     def _tree_entries(self, files: dict, path: str, recursive: bool) -> list[dict]:
         prefix = path.strip("/") + "/" if path.strip("/") else ""
@@ -484,18 +533,23 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         for fpath, f in sorted(files.items()):
             if not fpath.startswith(prefix):
                 continue
-            parts = fpath[len(prefix):].split("/")
+            parts = fpath[len(prefix) :].split("/")
             for depth in range(1, len(parts)):  # folders on the way to the file
                 folder = prefix + "/".join(parts[:depth])
                 if depth > 1 and not recursive:
                     break
-                entries.setdefault(folder, {"type": "directory", "path": folder, "size": 0,
-                                            "oid": hashlib.sha1(folder.encode()).hexdigest()})
+                entries.setdefault(
+                    folder,
+                    {"type": "directory", "path": folder, "size": 0, "oid": hashlib.sha1(folder.encode()).hexdigest()},
+                )
             if len(parts) == 1 or recursive:
                 entry = {"type": "file", "path": fpath, "size": f["size"], "oid": f["oid"]}
                 if f["lfs"]:
-                    entry["lfs"] = {"oid": f["sha256"], "size": f["size"],
-                                    "pointerSize": len(_lfs_pointer(f["sha256"], f["size"]))}
+                    entry["lfs"] = {
+                        "oid": f["sha256"],
+                        "size": f["size"],
+                        "pointerSize": len(_lfs_pointer(f["sha256"], f["size"])),
+                    }
                 entries[fpath] = entry
         return list(entries.values())
 
@@ -527,11 +581,18 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         self._json({"branches": branches, "converts": [], "tags": [], "pullRequests": prs})
 
     def _commits(self, repo_type: str, repo_id: str, revision: str) -> None:
-        self._json([
-            {"id": sha, "title": c["title"], "message": c["message"], "date": c["date"],
-             "authors": [{"user": DEFAULT_USER}]}
-            for sha, c in self.storage.history(repo_type, repo_id, revision)
-        ])
+        self._json(
+            [
+                {
+                    "id": sha,
+                    "title": c["title"],
+                    "message": c["message"],
+                    "date": c["date"],
+                    "authors": [{"user": DEFAULT_USER}],
+                }
+                for sha, c in self.storage.history(repo_type, repo_id, revision)
+            ]
+        )
 
     def _preupload(self, repo_type: str, repo_id: str, revision: str) -> None:
         _, _, files = self.storage.resolve(repo_type, repo_id, revision)
@@ -543,8 +604,9 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             oid = None
             if existing is not None:  # the client skips files whose local oid equals this one
                 oid = existing["sha256"] if existing["lfs"] else existing["oid"]
-            answer.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular",
-                           "shouldIgnore": False, "oid": oid})
+            answer.append(
+                {"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid}
+            )
         self._json({"files": answer, "commitOid": self.storage.head(repo_id, revision, repo_type)})
 
     def _commit(self, repo_type: str, repo_id: str, revision: str) -> None:
@@ -553,14 +615,26 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             raise HubError(400, "commit payload must start with a header line")
         header = lines[0]["value"]
         create_pr = self.query.get("create_pr", ["0"])[0] in ("1", "true", "True")
-        result = self.storage.commit(repo_type, repo_id, revision, lines[1:], header.get("summary", ""),
-                                     header.get("description", ""), header.get("parentCommit"), create_pr)
+        result = self.storage.commit(
+            repo_type,
+            repo_id,
+            revision,
+            lines[1:],
+            header.get("summary", ""),
+            header.get("description", ""),
+            header.get("parentCommit"),
+            create_pr,
+        )
         url = self._repo_url(repo_type, repo_id)
-        self._json({
-            "success": True, "commitOid": result["commit"], "commitUrl": f"{url}/commit/{result['commit']}",
-            "pullRequestUrl": f"{self.base_url}{result['pr_url']}" if result["pr_url"] else None,
-            "hookOutput": "",
-        })
+        self._json(
+            {
+                "success": True,
+                "commitOid": result["commit"],
+                "commitUrl": f"{url}/commit/{result['commit']}",
+                "pullRequestUrl": f"{self.base_url}{result['pr_url']}" if result["pr_url"] else None,
+                "hookOutput": "",
+            }
+        )
 
     def _lfs_batch(self, repo_type: str, repo_id: str) -> None:
         self.storage._load(repo_type, repo_id)  # RepoNotFound if missing
@@ -576,8 +650,11 @@ class HubRequestHandler(BaseHTTPRequestHandler):
                     "verify": {"href": f"{self.base_url}/lfs-verify/{obj['oid']}", "header": {}},
                 }
             objects.append(entry)
-        self._send(200, json.dumps({"transfer": "basic", "objects": objects}).encode(),
-                   content_type="application/vnd.git-lfs+json")
+        self._send(
+            200,
+            json.dumps({"transfer": "basic", "objects": objects}).encode(),
+            content_type="application/vnd.git-lfs+json",
+        )
 
     def _resolve(self, method: str, repo_type: str, repo_id: str, revision: str, path: str) -> None:
         _, sha, files = self.storage.resolve(repo_type, repo_id, revision)
@@ -585,8 +662,12 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         if f is None:
             raise HubError(404, f"Entry not found: {path}", "EntryNotFound", {"X-Repo-Commit": sha})
         etag = f["sha256"] if f["lfs"] else f["oid"]
-        headers = {"X-Repo-Commit": sha, "ETag": f'"{etag}"', "Accept-Ranges": "bytes",
-                   "Content-Disposition": f'inline; filename="{path.rsplit("/", 1)[-1]}"'}
+        headers = {
+            "X-Repo-Commit": sha,
+            "ETag": f'"{etag}"',
+            "Accept-Ranges": "bytes",
+            "Content-Disposition": f'inline; filename="{path.rsplit("/", 1)[-1]}"',
+        }
         if method == "HEAD":
             headers["Content-Length"] = str(f["size"])
             return self._send(200, b"", headers, "application/octet-stream", send_body=False)
@@ -599,7 +680,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             if start >= len(data) and len(data) > 0:
                 raise HubError(416, "Range Not Satisfiable", headers={"Content-Range": f"bytes */{len(data)}"})
             headers["Content-Range"] = f"bytes {start}-{min(end, len(data) - 1)}/{len(data)}"
-            data, status = data[start:end + 1], 206
+            data, status = data[start : end + 1], 206
         self._send(status, data, headers, "application/octet-stream")
 
 
@@ -642,17 +723,32 @@ def hub_server(root_dir: str | os.PathLike | None = None, lfs_threshold: int | N
         yield base_url
 
 
-_CLEARED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_CACHE",
-                "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_MODULES_CACHE", "HF_TOKEN_PATH",
-                "HUGGING_FACE_HUB_TOKEN", "HF_HUB_ETAG_TIMEOUT", "HF_HUB_DISABLE_XET")
+_CLEARED_ENV = (
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "TRANSFORMERS_CACHE",
+    "HF_MODULES_CACHE",
+    "HF_TOKEN_PATH",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_HUB_ETAG_TIMEOUT",
+    "HF_HUB_DISABLE_XET",
+)
 
 
 def client_env(base_url: str, hf_home: str | os.PathLike, token: str = "hf_test_token", **extra: str) -> dict:
     """Environment for a client subprocess that talks to the server at ``base_url``."""
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED_ENV}
     Path(hf_home).mkdir(parents=True, exist_ok=True)
-    env.update(HF_ENDPOINT=base_url, HF_TOKEN=token, HF_HOME=str(hf_home), HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HUB_DISABLE_PROGRESS_BARS="1")
+    env.update(
+        HF_ENDPOINT=base_url,
+        HF_TOKEN=token,
+        HF_HOME=str(hf_home),
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+    )
     env.update(extra)
     return env
 

@@ -26,8 +26,13 @@ from hf_pgen import PointerGeneratorForConditionalGeneration
 from hf_pgen.cli import _one_line, main
 
 ARGUMENTS = ["Delete %(name)s from Nakamura", "", "Open the file\nnow", 'Save <b>Zyxwvut</b> & "Qwerfdsa"']
-LINES = ["Delete %(name)s from Nakamura-Øresund?", "Open the file", "", "Close <b>Zyxwvut</b> & {count} items",
-         "Save the file as Blorptastic"]
+LINES = [
+    "Delete %(name)s from Nakamura-Øresund?",
+    "Open the file",
+    "",
+    "Close <b>Zyxwvut</b> & {count} items",
+    "Save the file as Blorptastic",
+]
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +60,7 @@ def _env():
 
 
 def _run(args, tmp_path, stdin=b""):
-    result = subprocess.run(_command(*args), input=stdin, capture_output=True, env=_env(), cwd=tmp_path,
-                            timeout=300)
+    result = subprocess.run(_command(*args), input=stdin, capture_output=True, env=_env(), cwd=tmp_path, timeout=300)
     return result.returncode, result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
 
 
@@ -65,8 +69,9 @@ def test_translates_each_argument_to_one_line(folders, tmp_path):
     # options after the texts too; a text with a newline in it is still one input, one output line
     code, out, err = _run([copier, *ARGUMENTS, "--num-beams", "2", "--max-new-tokens", "6", "-q"], tmp_path)
     assert code == 0, err
-    expected = pipeline("translation", model=str(copier))(ARGUMENTS, num_beams=2, max_new_tokens=6,
-                                                         batch_size=len(ARGUMENTS))
+    expected = pipeline("translation", model=str(copier))(
+        ARGUMENTS, num_beams=2, max_new_tokens=6, batch_size=len(ARGUMENTS)
+    )
     assert out.split("\n") == [_one_line(r["translation_text"]) for r in expected] + [""]
     assert out.split("\n")[1] == ""  # a blank input gives a blank line, in its place
     assert "Traceback" not in err and "hf-pgen:" not in err  # -q: no progress
@@ -92,10 +97,21 @@ def _assert_same_records(got, expected, where="records"):
 def test_stdin_is_translated_in_streamed_batches_with_copy_records(folders, tmp_path):
     copier, _ = folders
     page = tmp_path / "copies.html"
-    args = [copier, "--batch-size", "2", "--max-new-tokens", "8", "--protect", "placeholders", "--json",
-            "--explain", page]
-    process = subprocess.Popen(_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=_env(), cwd=tmp_path)
+    args = [
+        copier,
+        "--batch-size",
+        "2",
+        "--max-new-tokens",
+        "8",
+        "--protect",
+        "placeholders",
+        "--json",
+        "--explain",
+        page,
+    ]
+    process = subprocess.Popen(
+        _command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=tmp_path
+    )
     try:
         # streaming: the first batch is printed while the rest of the input has not even been written
         process.stdin.write("".join(line + "\n" for line in LINES[:2]).encode("utf-8"))
@@ -283,8 +299,10 @@ def test_a_glossary_file_places_its_terms_and_its_errors_name_the_line(folders, 
     copier, _ = folders
     terms = tmp_path / "terms.tsv"
     terms.write_text("file\tDelete\n", encoding="utf-8")  # a target the tiny word-level vocabulary can spell
-    assert main(["translate", str(copier), "Open the file", "Open it", "--glossary", str(terms),
-                 "--max-new-tokens", "12"]) == 0
+    assert (
+        main(["translate", str(copier), "Open the file", "Open it", "--glossary", str(terms), "--max-new-tokens", "12"])
+        == 0
+    )
     first, second = capsys.readouterr().out.splitlines()
     assert first.count("Delete") == 1 and "Delete" not in second
     terms.write_text("file\tDatei\nfolder\n", encoding="utf-8")
@@ -326,4 +344,3 @@ def test_a_missing_model_is_the_only_required_argument(capsys):
 def test_outputs_stay_on_one_line():
     assert _one_line("Zeile eins\nZeile zwei\r\ndrei\rvier") == "Zeile eins\\nZeile zwei\\ndrei\\nvier"
     assert _one_line("C:\\Users %(name)s") == "C:\\Users %(name)s"  # nothing else is escaped
-

@@ -46,7 +46,7 @@ def test_splits_share_no_source_and_no_package(corpus):
     sources = {s: {p["en"] for p in corpus[s]["translation"]} for s in SPLITS}
     origins = {s: {o.split("==")[0] for o in corpus[s]["origin"]} for s in SPLITS}
     for i, a in enumerate(SPLITS):
-        for b in SPLITS[i + 1:]:
+        for b in SPLITS[i + 1 :]:
             assert not sources[a] & sources[b], f"{a}/{b} share English sources"
             assert not origins[a] & origins[b], f"{a}/{b} share origin packages"
     for split in SPLITS:  # de-duplicated on the English source

@@ -108,8 +108,9 @@ def test_decoder_input_ids_come_from_the_model(tok, features, vocab_size, pointe
     selective read needs and forward embeds as the unknown token; the collator adds nothing of its own."""
     batch = DataCollatorForPointerGenerator(tok, model=pointer_generator)(features)
     labels, dec = batch["labels"], batch["decoder_input_ids"]
-    assert (labels >= vocab_size).any() and torch.equal(dec[:, 1:][labels[:, :-1] >= vocab_size],
-                                                        labels[:, :-1][labels[:, :-1] >= vocab_size])
+    assert (labels >= vocab_size).any() and torch.equal(
+        dec[:, 1:][labels[:, :-1] >= vocab_size], labels[:, :-1][labels[:, :-1] >= vocab_size]
+    )
     assert torch.equal(dec, pointer_generator.prepare_decoder_input_ids_from_labels(labels))
     assert (dec[:, 0] == pointer_generator.config.decoder_start_token_id).all()
     with torch.no_grad():
@@ -150,7 +151,8 @@ def test_dataloader_over_mapped_dataset(tok, vocab_size, pointer_generator):
     assert mapped["oov_words"] == [["Zyxwvut"], ["Qwzxy", "Zyxwvut"], [], []]
     assert [len(records) for records in mapped["oov_spacing"]] == [1, 2, 0, 0]  # the spacing column travels along
     loader = torch.utils.data.DataLoader(
-        mapped, batch_size=3,
+        mapped,
+        batch_size=3,
         collate_fn=DataCollatorForPointerGenerator(tok, model=pointer_generator, pad_to_multiple_of=4),
     )
     batches = list(loader)

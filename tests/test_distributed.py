@@ -34,8 +34,17 @@ def pairs(start: int, count: int) -> list[dict]:
 
 def torchrun(*args, timeout=600):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-               "-m", "training.run_translation", *map(str, args)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "training.run_translation",
+        *map(str, args),
+    ]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
 
@@ -48,10 +57,18 @@ def test_torchrun_two_processes(tmp_path):
     output_dir = tmp_path / "ddp"
     torchrun(
         *tiny_args(output_dir, "--copy_mechanism", "--use_cpu", steps=12, save_steps=12),
-        "--train_file", files["train"], "--validation_file", files["validation"], "--test_file", files["test"],
+        "--train_file",
+        files["train"],
+        "--validation_file",
+        files["validation"],
+        "--test_file",
+        files["test"],
         # 3 per rank: the last global batch is partial, so the sharded evaluation pads with duplicates; and the
         # evaluation sampler groups by length, so the examples reach the model out of order.
-        "--per_device_eval_batch_size", "3", "--train_sampling_strategy", "group_by_length",
+        "--per_device_eval_batch_size",
+        "3",
+        "--train_sampling_strategy",
+        "group_by_length",
     )
     results = json.loads((output_dir / "all_results.json").read_text())
     # 200 examples over two ranks of 16: 7 steps an epoch (one process would need 13), so 12 steps = 12/7 epochs.
@@ -70,10 +87,29 @@ def test_torchrun_two_processes(tmp_path):
     config = json.loads((forced / "config.json").read_text())
     config["force_p_gen"] = 0.0
     (forced / "config.json").write_text(json.dumps(config))
-    torchrun("--model_name_or_path", forced, "--test_file", files["test"], "--do_predict", "--predict_with_generate",
-             "--max_predict_samples", "23", "--max_source_length", "24", "--max_target_length", "12",
-             "--per_device_eval_batch_size", "3", "--train_sampling_strategy", "group_by_length", "--use_cpu",
-             "--report_to", "none", "--output_dir", tmp_path / "predict")
+    torchrun(
+        "--model_name_or_path",
+        forced,
+        "--test_file",
+        files["test"],
+        "--do_predict",
+        "--predict_with_generate",
+        "--max_predict_samples",
+        "23",
+        "--max_source_length",
+        "24",
+        "--max_target_length",
+        "12",
+        "--per_device_eval_batch_size",
+        "3",
+        "--train_sampling_strategy",
+        "group_by_length",
+        "--use_cpu",
+        "--report_to",
+        "none",
+        "--output_dir",
+        tmp_path / "predict",
+    )
     lines = (tmp_path / "predict" / "generated_predictions.txt").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 23
     names = [name(2000 + i) for i in range(23)]

@@ -67,8 +67,9 @@ def _subcommands(target: str) -> list[str]:
     if build is None:
         return []
     parser = build()[0]
-    return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-            for name in action.choices]
+    return [
+        name for action in parser._actions if isinstance(action, argparse._SubParsersAction) for name in action.choices
+    ]
 
 
 def _commands() -> dict[str, list[str]]:
@@ -90,8 +91,13 @@ COMMANDS = _commands()
 @pytest.fixture(scope="module")
 def helps():
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
-               HF_HUB_OFFLINE="1")
+    env.update(
+        PYTHONPATH=str(ROOT),
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        HF_HUB_OFFLINE="1",
+    )
 
     def run(command):
         return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -102,8 +108,14 @@ def helps():
 
 
 def test_the_known_commands_are_found():
-    assert {"python -m training.run_translation", "python -m training.main", "python -m benchmarks.run",
-            "python -m experiments.oov_by_tokenizer", "hf-pgen", "hf-pgen translate"} <= set(COMMANDS)
+    assert {
+        "python -m training.run_translation",
+        "python -m training.main",
+        "python -m benchmarks.run",
+        "python -m experiments.oov_by_tokenizer",
+        "hf-pgen",
+        "hf-pgen translate",
+    } <= set(COMMANDS)
 
 
 @pytest.mark.parametrize("name", COMMANDS)

@@ -42,20 +42,29 @@ def test_hypotheses_of_a_source_share_its_counts_and_bad_layouts_are_refused():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{}, {"num_beams": 3}, {"do_sample": True, "num_return_sequences": 2, "top_k": 8}],
+    "kwargs",
+    [{}, {"num_beams": 3}, {"do_sample": True, "num_return_sequences": 2, "top_k": 8}],
     ids=["greedy", "beams", "sampling"],
 )
 def test_generate_never_copies_an_oov_word_more_often_than_its_source_has_it(kwargs):
     # p_gen forced to 0: every token is copied from the source, so 12 tokens from 8 positions must repeat.
     model = PointerGeneratorForConditionalGeneration.from_base(tiny_base("bart"), unk_token_id=UNK, force_p_gen=0.0)
     input_ids, attention_mask, extended = source_batch()
-    settings = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                    max_new_tokens=12, min_new_tokens=12, **kwargs)
+    settings = dict(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        max_new_tokens=12,
+        min_new_tokens=12,
+        **kwargs,
+    )
 
     def excess(out: torch.Tensor) -> int:
         per_source = out.shape[0] // 3
         allowed = [slot_counts(extended[row // per_source]) for row in range(out.shape[0])]
-        return sum(max(n - allowed[row].get(k, 0), 0) for row, seq in enumerate(out) for k, n in slot_counts(seq).items())
+        return sum(
+            max(n - allowed[row].get(k, 0), 0) for row, seq in enumerate(out) for k, n in slot_counts(seq).items()
+        )
 
     torch.manual_seed(0)
     unlimited = model.generate(**settings)
@@ -69,8 +78,13 @@ def test_generate_never_copies_an_oov_word_more_often_than_its_source_has_it(kwa
 def test_the_limit_saved_in_the_generation_config_applies_after_loading(tmp_path):
     model = PointerGeneratorForConditionalGeneration.from_base(tiny_base("bart"), unk_token_id=UNK, force_p_gen=0.0)
     input_ids, attention_mask, extended = source_batch()
-    settings = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                    max_new_tokens=12, min_new_tokens=12)
+    settings = dict(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        max_new_tokens=12,
+        min_new_tokens=12,
+    )
     expected = model.generate(**settings, oov_copy_limit=True)
     model.generation_config.oov_copy_limit = True
     model.save_pretrained(tmp_path)
@@ -105,9 +119,16 @@ def test_a_protected_span_still_comes_out_when_its_oov_word_was_spent_before_it(
     input_ids, attention_mask, extended = source_batch()
     span = [21, VOCAB]
     spans = [{"spans": []}, {"spans": [{"text": "w", "count": 1, "sequences": [span]}]}, {"spans": []}]
-    out = model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                         protected_spans=spans, oov_copy_limit=True, max_new_tokens=8,
-                         logits_processor=LogitsProcessorList([_CopySlotFirst()]), **kwargs)
+    out = model.generate(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        protected_spans=spans,
+        oov_copy_limit=True,
+        max_new_tokens=8,
+        logits_processor=LogitsProcessorList([_CopySlotFirst()]),
+        **kwargs,
+    )
     row = out[out.shape[0] // 3].tolist()  # the first hypothesis of source 1
     assert row[1] == VOCAB  # spent at the first step
     assert any(row[i : i + 2] == span for i in range(len(row) - 1)), row

@@ -21,14 +21,19 @@ def test_entries_apply_as_whole_words_the_longer_of_two_overlapping_matches_winn
     glossary = Glossary({"storage": "Speicher", "storage space": "Speicherplatz", "file": "Datei", "list": "Liste"})
     text = "Free up storage space in storage. The file list, files and filestorage stay."
     found = [(m.source, text[m.start : m.end], m.target) for m in glossary.find(text)]
-    assert found == [("storage space", "storage space", "Speicherplatz"), ("storage", "storage", "Speicher"),
-                     ("file", "file", "Datei"), ("list", "list", "Liste")]
+    assert found == [
+        ("storage space", "storage space", "Speicherplatz"),
+        ("storage", "storage", "Speicher"),
+        ("file", "file", "Datei"),
+        ("list", "list", "Liste"),
+    ]
     assert Glossary({"Storage": "Speicher"}).find("storage") == []  # case-sensitive by default
     matches = Glossary({"Storage": "Speicher"}, ignore_case=True).find("STORAGE and storage")
     assert [(m.start, m.end, m.target) for m in matches] == [(0, 7, "Speicher"), (12, 19, "Speicher")]
     # where two overlap, the longer wins though it starts later
     assert [m.source for m in Glossary({"open file": "a", "file list view": "b"}).find("open file list view")] == [
-        "file list view"]
+        "file list view"
+    ]
 
 
 def test_a_term_base_file_reads_as_tsv_or_csv(tmp_path):
@@ -117,7 +122,9 @@ def test_the_glossary_call_checks_modes_lists_and_conflicts(bpe_tokenizer):
         processor(["Free storage space"], glossary={"storage space": "Speicherplatz"}, protect=["space"])
     per_input = processor(["Free storage", "Free storage"], glossary=[{"storage": "Speicher"}, None])
     assert [[s["text"] for s in e["spans"]] for e in per_input["protected_spans"]] == [["Speicher"], []]
-    hinted = PointerGeneratorProcessor(bpe_tokenizer, model.config.vocab_size, glossary_annotation="{source} ({target})")
+    hinted = PointerGeneratorProcessor(
+        bpe_tokenizer, model.config.vocab_size, glossary_annotation="{source} ({target})"
+    )
     batch = hinted(["Free storage"], glossary={"storage": "Speicher"}, glossary_mode="hint")
     assert bpe_tokenizer.decode(batch["input_ids"][0], skip_special_tokens=True) == "Free storage (Speicher)"
     assert "protected_spans" not in batch  # a hint forces nothing
@@ -141,8 +148,9 @@ def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_i
     from transformers import pipeline
 
     def plain(tokenizer):
-        return tiny_base("bart", tokenizer=tokenizer, d_model=16, layers=1, heads=2, bos_token_id=None,
-                         max_position_embeddings=64)
+        return tiny_base(
+            "bart", tokenizer=tokenizer, d_model=16, layers=1, heads=2, bos_token_id=None, max_position_embeddings=64
+        )
 
     pipe = pipeline("translation", model=plain(bpe_tokenizer), tokenizer=bpe_tokenizer)
     outputs = pipe(["Free storage and storage", "Open it"], glossary={"storage": "Speicher"}, max_new_tokens=16)
@@ -155,8 +163,12 @@ def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_i
     model = plain(bpe_tokenizer)
     model.config.glossary_annotation = DEFAULT_GLOSSARY_ANNOTATION
     pipe = pipeline("translation", model=model, tokenizer=bpe_tokenizer)
-    hinted = pipe(["Free storage and storage", "Open it"], glossary={"storage": "Speicher"}, glossary_mode="hint",
-                  max_new_tokens=16)
+    hinted = pipe(
+        ["Free storage and storage", "Open it"],
+        glossary={"storage": "Speicher"},
+        glossary_mode="hint",
+        max_new_tokens=16,
+    )
     assert hinted == pipe(["Free storage [ Speicher ] and storage [ Speicher ]", "Open it"], max_new_tokens=16)
 
     words = train_shared_tokenizer(corpus_texts("train", limit=800), "wordlevel", vocab_size=300)
@@ -170,7 +182,9 @@ def test_a_copy_model_gets_a_term_its_vocabulary_cannot_spell_written_into_its_s
     model = oracle_copy_model(words)
     processor = PointerGeneratorProcessor.from_model(model, words)
     assert processor.glossary_sources(["Open the file", "Open it"], {"file": "Zyxwvut"}) == [
-        "Open the file [ Zyxwvut ]", "Open it"]
+        "Open the file [ Zyxwvut ]",
+        "Open it",
+    ]
     batch = processor(["Open the file"], glossary={"file": "Zyxwvut", "Open": "the"}, return_tensors="pt")
     assert "Zyxwvut" in batch["oov_words"][0]  # copyable from the source now
     [entry] = batch["protected_spans"]
@@ -227,8 +241,12 @@ def _oracle_decode(model, processor, batch, targets, settings, room, seed=0):
 def _german_words() -> list[str]:
     from hf_pgen.corpus import load_en_de_messages
 
-    words = {w for record in load_en_de_messages("train") for w in record["translation"]["de"].split() if w.isalpha()
-             and len(w) >= 5}
+    words = {
+        w
+        for record in load_en_de_messages("train")
+        for w in record["translation"]["de"].split()
+        if w.isalpha() and len(w) >= 5
+    }
     return sorted(words)[:400]
 
 
@@ -271,8 +289,10 @@ def test_a_translation_may_use_a_term_fewer_or_more_times_than_its_source_term_o
     processor = PointerGeneratorProcessor.from_model(model, tokenizer)
     sources = ["the extension failed, ask the extension author", "Show the file and the file size"]
     glossaries = [{"extension": "Erweiterung"}, {"size": "Datei"}]
-    references = ["die Erweiterung ist fehlgeschlagen, fragen Sie den Erweiterungsautor",
-                  "Die Datei und die Datei zeigen"]
+    references = [
+        "die Erweiterung ist fehlgeschlagen, fragen Sie den Erweiterungsautor",
+        "Die Datei und die Datei zeigen",
+    ]
     batch = processor(sources, text_target=references, glossary=glossaries, return_tensors="pt", padding=True)
     labels = batch.pop("labels")
     targets = [[t for t in row.tolist() if t != -100][:-1] for row in labels]

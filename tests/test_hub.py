@@ -32,8 +32,15 @@ AutoTokenizer.from_pretrained({str(folder)!r}).push_to_hub("tester/copier")
         assert result.returncode == 0, result.stderr[-3000:]
         storage = HubStorage(tmp_path / "hub")
         files = set(storage.list_files("tester/copier"))
-        assert {"config.json", "model.safetensors", "modeling_pointer_generator.py", "pipeline_pointer_generator.py",
-                "tokenization_pointer_generator.py", "tokenizer.json", "README.md"} <= files
+        assert {
+            "config.json",
+            "model.safetensors",
+            "modeling_pointer_generator.py",
+            "pipeline_pointer_generator.py",
+            "tokenization_pointer_generator.py",
+            "tokenizer.json",
+            "README.md",
+        } <= files
         # model.push_to_hub uploads a real card, not Transformers' "[More Information Needed]" template.
         card = ModelCard(storage.read_file("tester/copier", "README.md").decode())
         # The base names no task in task_specific_params, so the card serves the generic text2text task.

@@ -98,8 +98,7 @@ TRAIN = COMMON + textwrap.dedent(
 
 def run_client(code, env, *args, timeout=120):
     """Run `code` in a fresh interpreter; return the JSON object on the last stdout line."""
-    proc = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         print(proc.stdout)
         print(proc.stderr, file=sys.stderr)

@@ -16,7 +16,9 @@ def _holds(text: str, word: str) -> bool:
 
 def test_copies_out_of_vocabulary_words_it_never_saw(trained_copier):
     model, tokenizer, test_texts = trained_copier
-    batch = encode_with_oovs(tokenizer, test_texts, vocab_size=model.config.vocab_size, padding=True, return_tensors="pt")
+    batch = encode_with_oovs(
+        tokenizer, test_texts, vocab_size=model.config.vocab_size, padding=True, return_tensors="pt"
+    )
     oov_words = batch.pop("oov_words")
     assert sum(map(len, oov_words)) >= 50, "the test set must exercise copying"
     train_words = {w for text in corpus_texts("train", limit=3000) for w in text.split()}
@@ -31,7 +33,9 @@ def test_copies_out_of_vocabulary_words_it_never_saw(trained_copier):
 
     # The same base alone can only name words through its vocabulary: none of the OOV words can appear.
     with torch.no_grad():
-        base_ids = model.base.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=2)
+        base_ids = model.base.generate(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=2
+        )
     assert int(base_ids.max()) < model.config.vocab_size
     base_outputs = tokenizer.batch_decode(base_ids, skip_special_tokens=True)
     base_copied = sum(_holds(output, word) for words, output in zip(oov_words, base_outputs) for word in words)
@@ -40,8 +44,14 @@ def test_copies_out_of_vocabulary_words_it_never_saw(trained_copier):
 
 def test_switch_learned_to_copy_unknown_words(trained_copier):
     model, tokenizer, test_texts = trained_copier
-    batch = encode_with_oovs(tokenizer, test_texts, text_target=test_texts, vocab_size=model.config.vocab_size,
-                             padding=True, return_tensors="pt")
+    batch = encode_with_oovs(
+        tokenizer,
+        test_texts,
+        text_target=test_texts,
+        vocab_size=model.config.vocab_size,
+        padding=True,
+        return_tensors="pt",
+    )
     batch.pop("oov_words")
     with torch.no_grad():
         out = model(**batch, output_pointer=True)

@@ -13,17 +13,32 @@ from training.main import (
     unseen_terms_kept,
 )
 
-RECIPE = {name: f"{name}-{'-'.join(RECIPE_LEVERS[kind])}" for name, kind in (("pgen-word", "wordlevel"),
-                                                                              ("pgen-subword", "unigram"))}
+RECIPE = {
+    name: f"{name}-{'-'.join(RECIPE_LEVERS[kind])}"
+    for name, kind in (("pgen-word", "wordlevel"), ("pgen-subword", "unigram"))
+}
 
 
 def _systems(**kept):
     """Every system of the job, chrF rising with the name's position, placeholders kept as given (default 1.0)."""
     out = []
     for index, system in enumerate(SYSTEMS):
-        out.append({"name": system.name, "protect": system.protect, "trained": system.trained,
-                    "model_of": system.model_of, "terms": system.terms, "beams": system.beams, "metrics": {"bleu": 20.0 + index, "chrf": 20.0 + index, "placeholders_invented": 0.0,
-                                "placeholders_kept": kept.get(_key(system.name), 1.0)}})
+        out.append(
+            {
+                "name": system.name,
+                "protect": system.protect,
+                "trained": system.trained,
+                "model_of": system.model_of,
+                "terms": system.terms,
+                "beams": system.beams,
+                "metrics": {
+                    "bleu": 20.0 + index,
+                    "chrf": 20.0 + index,
+                    "placeholders_invented": 0.0,
+                    "placeholders_kept": kept.get(_key(system.name), 1.0),
+                },
+            }
+        )
     return out
 
 
@@ -33,9 +48,22 @@ def _key(name: str) -> str:
 
 def _significance(systems, significant=True):
     scores = {s["name"]: s["metrics"] for s in systems}
-    return {"comparisons": {a: {b: {m: {"difference": scores[a][m] - scores[b][m], "significant": significant,
-                                       "p_value": 0.001 if significant else 0.5} for m in ("bleu", "chrf")}
-                                for b in scores} for a in scores}}
+    return {
+        "comparisons": {
+            a: {
+                b: {
+                    m: {
+                        "difference": scores[a][m] - scores[b][m],
+                        "significant": significant,
+                        "p_value": 0.001 if significant else 0.5,
+                    }
+                    for m in ("bleu", "chrf")
+                }
+                for b in scores
+            }
+            for a in scores
+        }
+    }
 
 
 def _goal(goals, start):
@@ -47,8 +75,11 @@ def _goal(goals, start):
 def test_placeholders_against_the_baseline_are_judged_without_protection(free_kept, met):
     """Protection brings every system to 100%, so the protected rows tie by construction: the goal compares the
     models decoding by themselves (the best unprotected pointer-generator against the unprotected baseline)."""
-    free = [s.name for s in SYSTEMS if s.name.startswith("pgen") and not s.protect and not s.terms and not s.beams
-            and "gloss" not in s.name][-1]  # the highest chrF of the unprotected pointer-generators decoding greedily
+    free = [
+        s.name
+        for s in SYSTEMS
+        if s.name.startswith("pgen") and not s.protect and not s.terms and not s.beams and "gloss" not in s.name
+    ][-1]  # the highest chrF of the unprotected pointer-generators decoding greedily
     systems = _systems(subword_nocopy=0.03, pgen_word=min(free_kept, 0.3), **{_key(free): free_kept})
     goals = evaluate_goals(systems, _significance(systems))
     goal = _goal(goals, "the best pointer-generator keeps placeholders more often")
@@ -62,9 +93,10 @@ def test_the_other_goals_follow_the_numbers():
     goals = evaluate_goals(systems, _significance(systems))
     assert len(goals) == 6
     # the highest chrF of the pointer-generators (the term rows are judged apart, the beam-search rows by copy_goals)
-    best = [s.name for s in SYSTEMS if s.name.startswith("pgen") and not s.terms and not s.beams
-            and "gloss" not in s.name][-1]
-    assert any(s.beams for s in SYSTEMS[SYSTEMS.index(next(t for t in SYSTEMS if t.name == best)):])  # one comes later
+    best = [
+        s.name for s in SYSTEMS if s.name.startswith("pgen") and not s.terms and not s.beams and "gloss" not in s.name
+    ][-1]
+    assert any(s.beams for s in SYSTEMS[SYSTEMS.index(next(t for t in SYSTEMS if t.name == best)) :])  # one comes later
     assert _goal(goals, "the best pointer-generator beats copy-source on BLEU")["detail"].startswith(best)
     assert _goal(goals, "placeholders kept exactly in >= 90%")["met"]  # pgen-word decoding freely: 95%
     assert _goal(goals, "with protection")["met"]
@@ -81,15 +113,30 @@ def test_terminology_goals_follow_the_term_rows():
     systems = []
     for index, system in enumerate(SYSTEMS):
         tsr = 1.0 if system.terms == "test" and system.glossary_mode == "guarantee" else 0.5
-        systems.append({"name": system.name, "protect": system.protect, "terms": system.terms,
-                        "glossary_mode": system.glossary_mode, "model_of": system.model_of,
-                        "metrics": {"bleu": 20.0, "chrf": 30.0 - (0.5 if system.terms else 0.0),
-                                    "term_success_rate": 0.96 if system.name.endswith("+hint") else tsr,
-                                    "placeholders_invented": 0.0, "placeholders_kept": 1.0}})
+        systems.append(
+            {
+                "name": system.name,
+                "protect": system.protect,
+                "terms": system.terms,
+                "glossary_mode": system.glossary_mode,
+                "model_of": system.model_of,
+                "metrics": {
+                    "bleu": 20.0,
+                    "chrf": 30.0 - (0.5 if system.terms else 0.0),
+                    "term_success_rate": 0.96 if system.name.endswith("+hint") else tsr,
+                    "placeholders_invented": 0.0,
+                    "placeholders_kept": 1.0,
+                },
+            }
+        )
     goals = terminology_goals(systems, _significance(systems))
     assert [g["met"] for g in goals] == [True, True, True]
-    assert "+terms" not in _goal(evaluate_goals(systems, _significance(systems)),
-                                 "the best pointer-generator beats copy-source on BLEU")["detail"]
+    assert (
+        "+terms"
+        not in _goal(
+            evaluate_goals(systems, _significance(systems)), "the best pointer-generator beats copy-source on BLEU"
+        )["detail"]
+    )
     systems[[s["name"] for s in systems].index("pgen-word+terms")]["metrics"].update(term_success_rate=0.9, chrf=27.0)
     goals = terminology_goals(systems, _significance(systems))
     assert not goals[0]["met"] and "0.900 (pgen-word+terms)" in goals[0]["detail"]
@@ -103,8 +150,13 @@ def test_terminology_goals_follow_the_term_rows():
 
 def test_copy_goals_take_the_best_model_per_vocabulary_and_flag_a_lever_that_costs_quality():
     systems = _systems()
-    kept = {"pgen-word": 0.6, "pgen-word-sr": 0.93, "pgen-subword": 0.4, "pgen-subword-cn": 0.7,
-            RECIPE["pgen-subword"]: 0.65}
+    kept = {
+        "pgen-word": 0.6,
+        "pgen-word-sr": 0.93,
+        "pgen-subword": 0.4,
+        "pgen-subword-cn": 0.7,
+        RECIPE["pgen-subword"]: 0.65,
+    }
     for system in systems:
         system["metrics"]["unseen_kept"] = kept.get(system["name"], 0.5 if system["protect"] else 0.1)
     goals = copy_goals(systems, _significance(systems))
@@ -147,8 +199,11 @@ def test_progress_reads_the_trainers_bar_not_the_checkpoint_writers(tmp_path):
     """A checkpoint save prints Transformers' `Writing model shards: ... 1/1` bar after the Trainer's: the job's
     progress line must keep showing the training step."""
     log = tmp_path / "run.log"
-    log.write_text(" 32%|███▏      | 1600/5000 [03:26<02:57, 19.15it/s]\r 32%|███▏      | 1601/5000 [03:26<02:57, "
-                   "19.1it/s]\n\rWriting model shards:   0%|          | 0/1 [00:00<?, ?it/s]\x1b[A\rWriting model "
-                   "shards: 100%|██████████| 1/1 [00:00<00:00, 12.2it/s]\nMap: 100%|███| 50/50 [00:00<00:00, 99.0 "
-                   "examples/s]", encoding="utf-8")
+    log.write_text(
+        " 32%|███▏      | 1600/5000 [03:26<02:57, 19.15it/s]\r 32%|███▏      | 1601/5000 [03:26<02:57, "
+        "19.1it/s]\n\rWriting model shards:   0%|          | 0/1 [00:00<?, ?it/s]\x1b[A\rWriting model "
+        "shards: 100%|██████████| 1/1 [00:00<00:00, 12.2it/s]\nMap: 100%|███| 50/50 [00:00<00:00, 99.0 "
+        "examples/s]",
+        encoding="utf-8",
+    )
     assert _progress(log) == (1601, 5000)

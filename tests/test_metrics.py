@@ -29,16 +29,17 @@ from hf_pgen.placeholders import _PERCENT_PREFIX, placeholder_spans
         ("%1 of %2", ["%1", "%2"]),
         ("%1$s and %2$d, %-5.2f, %lu, %5s", ["%1$s", "%2$d", "%-5.2f", "%lu", "%5s"]),
         ("Hello {name}, you have {0} messages", ["{name}", "{0}"]),
-        ("{} and {0:.2f} and {name!r} and {obj.attr} and {items[0]}", ["{}", "{0:.2f}", "{name!r}", "{obj.attr}",
-                                                                       "{items[0]}"]),
+        (
+            "{} and {0:.2f} and {name!r} and {obj.attr} and {items[0]}",
+            ["{}", "{0:.2f}", "{name!r}", "{obj.attr}", "{items[0]}"],
+        ),
         ("{n, number} of {d, date, short}", ["{n, number}", "{d, date, short}"]),
         ("{count,number,integer} left", ["{count,number,integer}"]),
         ("Welcome {{ user }} to ${site} and %{place}", ["{{ user }}", "${site}", "%{place}"]),
         ("<b>bold</b> and <br/> and <br /> and <BR>", ["<b>", "</b>", "<br/>", "<br />", "<BR>"]),
         ('Click <a href="%(url)s" target="_blank">here</a>', ['<a href="%(url)s" target="_blank">', "</a>"]),
         ("<0>Sign in</0> or <1/>", ["<0>", "</0>", "<1/>"]),
-        ("See https://example.org/docs?x=1. Or www.example.com!", ["https://example.org/docs?x=1",
-                                                                   "www.example.com"]),
+        ("See https://example.org/docs?x=1. Or www.example.com!", ["https://example.org/docs?x=1", "www.example.com"]),
         ("(http://example.org/a)", ["http://example.org/a"]),
     ],
 )
@@ -136,8 +137,9 @@ def test_bleu_and_chrf():
     worse = ["Die Datei.", "Einstellungen."]
     assert corpus_bleu(worse, references) < 50
     assert 0 < corpus_chrf(worse, references) < 100
-    results = translation_metrics(["Delete %s", "Open settings"], ["%s löschen", "Einstellungen"], references,
-                                  [["Zzz"], []])
+    results = translation_metrics(
+        ["Delete %s", "Open settings"], ["%s löschen", "Einstellungen"], references, [["Zzz"], []]
+    )
     assert set(results) == {"bleu", "chrf", "placeholder_preservation", "oov_copy_rate"}
     assert results["placeholder_preservation"] == 1.0
 
@@ -149,8 +151,9 @@ def test_evaluate_wrappers_work_offline():
         sources=["Delete %(name)s?", "Hello", "%d of %d"], predictions=["%(name)s löschen?", "Hallo", "%d von"]
     )
     assert result == {"placeholder_preservation": 0.5, "placeholder_examples": 2}
-    result = metrics.OOVCopyRate().compute(oov_words=[["Nakamura"], []], references=["Nakamura x", "y"],
-                                           predictions=["Nakamura", "y"])
+    result = metrics.OOVCopyRate().compute(
+        oov_words=[["Nakamura"], []], references=["Nakamura x", "y"], predictions=["Nakamura", "y"]
+    )
     assert result == {"oov_copy_rate": 1.0}
     sentence = "Die Datei wurde erfolgreich gelöscht ."
     bleu = metrics.SacreBLEU().compute(predictions=[sentence], references=[sentence])
@@ -190,23 +193,32 @@ def test_sacrebleu_and_chrf_wrappers_take_evaluates_input_and_return_its_keys():
     from hf_pgen import metrics
 
     predictions = ["Die Datei wurde gelöscht .", "Öffnen Sie die Einstellungen ."]
-    references = [["Die Datei wurde gelöscht .", "Datei gelöscht ."],
-                  ["Einstellungen öffnen .", "Öffne die Einstellungen ."]]
+    references = [
+        ["Die Datei wurde gelöscht .", "Datei gelöscht ."],
+        ["Einstellungen öffnen .", "Öffne die Einstellungen ."],
+    ]
     bleu = metrics.SacreBLEU().compute(predictions=predictions, references=references)
     assert set(bleu) == {"score", "counts", "totals", "precisions", "bp", "sys_len", "ref_len"}
     expected = sacrebleu.corpus_bleu(predictions, [[r[0] for r in references], [r[1] for r in references]])
     assert bleu["score"] == pytest.approx(expected.score) and bleu["counts"] == list(expected.counts)
-    single = metrics.SacreBLEU().compute(predictions=predictions, references=[r[0] for r in references],
-                                         lowercase=True)
-    assert single["score"] == pytest.approx(sacrebleu.corpus_bleu(predictions, [[r[0] for r in references]],
-                                                                  lowercase=True).score)
+    single = metrics.SacreBLEU().compute(predictions=predictions, references=[r[0] for r in references], lowercase=True)
+    assert single["score"] == pytest.approx(
+        sacrebleu.corpus_bleu(predictions, [[r[0] for r in references]], lowercase=True).score
+    )
     with pytest.raises(ValueError, match="same number of references"):
         metrics.SacreBLEU().compute(predictions=predictions, references=[["a"], ["b", "c"]])
 
     chrf = metrics.ChrF().compute(predictions=predictions, references=references, word_order=2)
-    assert chrf == {"score": pytest.approx(sacrebleu.corpus_chrf(
-        predictions, [[r[0] for r in references], [r[1] for r in references]], word_order=2).score),
-        "char_order": 6, "word_order": 2, "beta": 2}
+    assert chrf == {
+        "score": pytest.approx(
+            sacrebleu.corpus_chrf(
+                predictions, [[r[0] for r in references], [r[1] for r in references]], word_order=2
+            ).score
+        ),
+        "char_order": 6,
+        "word_order": 2,
+        "beta": 2,
+    }
 
 
 def test_translation_metrics_without_sources_or_tables_leaves_those_scores_out():

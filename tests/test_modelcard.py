@@ -15,12 +15,28 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_metadata_and_results(trained_copier):
     model, tokenizer, _ = trained_copier
-    results = {"eval_bleu": 10.0, "eval_chrf": 20.0, "predict_bleu": 30.5, "predict_chrf": 40.25,
-               "predict_oov_copy_rate": 0.9, "predict_loss": 1.0, "predict_runtime": 3.0, "predict_mean_p_gen": 0.75,
-               "predict_samples": 24}
-    card = render_model_card(model, base_model="facebook/bart-base", tokenizer=tokenizer, results=results,
-                             task="translation_en_to_de", language=["en", "de"], repo_id="you/copier",
-                             license="apache-2.0", dataset_name="support tickets")
+    results = {
+        "eval_bleu": 10.0,
+        "eval_chrf": 20.0,
+        "predict_bleu": 30.5,
+        "predict_chrf": 40.25,
+        "predict_oov_copy_rate": 0.9,
+        "predict_loss": 1.0,
+        "predict_runtime": 3.0,
+        "predict_mean_p_gen": 0.75,
+        "predict_samples": 24,
+    }
+    card = render_model_card(
+        model,
+        base_model="facebook/bart-base",
+        tokenizer=tokenizer,
+        results=results,
+        task="translation_en_to_de",
+        language=["en", "de"],
+        repo_id="you/copier",
+        license="apache-2.0",
+        dataset_name="support tickets",
+    )
     data = ModelCard(str(card)).data.to_dict()  # what the Hub reads back
     assert data["pipeline_tag"] == "translation" and data["library_name"] == "transformers"
     assert data["base_model"] == "facebook/bart-base" and data["language"] == ["en", "de"]
@@ -43,8 +59,15 @@ def test_training_details_come_under_their_own_heading_and_plain_models_get_the_
     plain = render_model_card(tiny_base("bart"), repo_id="you/plain", training_details=details)
     text = str(plain)
     headings = [line for line in text.splitlines() if line.startswith("#")]
-    assert headings == ["# plain", "## How to use", "## Training details", "### Data", "### Procedure",
-                        "## Limitations", "## Citation"]
+    assert headings == [
+        "# plain",
+        "## How to use",
+        "## Training details",
+        "### Data",
+        "### Procedure",
+        "## Limitations",
+        "## Citation",
+    ]
     assert "| seed | 42 |\n\n## Limitations" in text and "{{" not in text and "{%" not in text
     assert ModelCard(text).data.pipeline_tag == "text2text-generation"
 
@@ -77,8 +100,9 @@ def test_usage_snippets_run(trained_copier, tmp_path):
     folder = tmp_path / "copier"
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    card = render_model_card(model, tokenizer=tokenizer, repo_id=str(folder), task="translation",
-                             example="Delete Zyxwvut now")
+    card = render_model_card(
+        model, tokenizer=tokenizer, repo_id=str(folder), task="translation", example="Delete Zyxwvut now"
+    )
     without, with_hf_pgen = re.findall(r"```python\n(.*?)```", str(card), re.S)[:2]
     assert "import hf_pgen" not in without and "import hf_pgen" in with_hf_pgen
     assert "Zyxwvut" in run_without_hf_pgen(without)

@@ -133,7 +133,13 @@ def test_from_base_reuses_weights_and_generates_like_the_base(family):
     base = tiny_base(family)
     model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=UNK).eval()
     new = {n for n, _ in model.named_parameters() if not n.startswith("base.")}
-    assert new == {"copy_switch.weight", "copy_switch.bias", "pointer.query.weight", "pointer.query.bias", "pointer.key.weight"}
+    assert new == {
+        "copy_switch.weight",
+        "copy_switch.bias",
+        "pointer.query.weight",
+        "pointer.query.bias",
+        "pointer.key.weight",
+    }
     for name, param in base.named_parameters():
         assert torch.equal(model.get_parameter(f"base.{name}"), param)
     input_ids, attention_mask, _ = source_batch()
@@ -144,7 +150,9 @@ def test_from_base_reuses_weights_and_generates_like_the_base(family):
     # The distribution itself barely moves: p_gen starts at sigmoid(10).
     with torch.no_grad():
         decoder_input_ids = torch.full((3, 1), base.config.decoder_start_token_id)
-        base_log_p = base(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids).logits.log_softmax(-1)
+        base_log_p = base(
+            input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids
+        ).logits.log_softmax(-1)
         ours = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids).logits
     top = base_log_p.argmax(-1, keepdim=True)
     torch.testing.assert_close(ours.gather(-1, top), base_log_p.gather(-1, top), atol=1e-3, rtol=0)
@@ -156,7 +164,9 @@ def test_other_families_follow_from_the_same_code(other_family):
     model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=UNK, coverage=True).eval()
     input_ids, attention_mask, extended = source_batch()
     expected = base.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=3, max_new_tokens=6)
-    assert torch.equal(model.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=3, max_new_tokens=6), expected)
+    assert torch.equal(
+        model.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=3, max_new_tokens=6), expected
+    )
     labels = torch.tensor([[10, 11, 2], [VOCAB, 20, 2], [VOCAB + 1, VOCAB, 2]])
     out = model.train()(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels)
     out.loss.backward()
@@ -179,7 +189,9 @@ def test_random_init_from_config():
     assert torch.sigmoid(model.copy_switch.bias).item() > 0.999
     assert torch.all(model.copy_switch.weight == 0)
     input_ids, attention_mask, extended = source_batch()
-    ids = model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=5)
+    ids = model.generate(
+        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=5
+    )
     assert ids.shape[0] == 3
 
 
@@ -195,7 +207,12 @@ def test_selective_read_and_copy_next_start_exactly_as_the_model_without_them(fa
         tiny_base(family), selective_read=True, copy_next=True, **settings
     ).eval()
     new = {n for n, _ in model.named_parameters()} - {n for n, _ in plain.named_parameters()}
-    assert new == {"selective_read.proj.weight", "copy_next.gate.weight", "copy_next.gate.bias", "copy_next.switch_weight"}
+    assert new == {
+        "selective_read.proj.weight",
+        "copy_next.gate.weight",
+        "copy_next.gate.bias",
+        "copy_next.switch_weight",
+    }
     assert all(not model.get_parameter(name).any() for name in new)
     model.load_state_dict(plain.state_dict(), strict=False)  # the same pointer and switch weights
     input_ids, attention_mask, extended = source_batch()
@@ -204,8 +221,9 @@ def test_selective_read_and_copy_next_start_exactly_as_the_model_without_them(fa
     with torch.no_grad():
         assert torch.equal(model(**batch, labels=labels).loss, plain(**batch, labels=labels).loss)
     for kwargs in ({}, {"num_beams": 3}):
-        assert torch.equal(model.generate(**batch, max_new_tokens=8, **kwargs),
-                           plain.generate(**batch, max_new_tokens=8, **kwargs)), kwargs
+        assert torch.equal(
+            model.generate(**batch, max_new_tokens=8, **kwargs), plain.generate(**batch, max_new_tokens=8, **kwargs)
+        ), kwargs
 
 
 def test_selective_read_tells_the_decoder_which_copied_word_it_was_fed():
@@ -227,11 +245,13 @@ def test_selective_read_tells_the_decoder_which_copied_word_it_was_fed():
     torch.testing.assert_close(copied[0], unknown[0])
     absent = torch.tensor([[59, 60]] * 3)  # in no source (the start token </s> is: rows 0 and 1 end with it)
     with torch.no_grad():
-        reference = PointerGeneratorForConditionalGeneration.from_base(tiny_base("bart"), unk_token_id=UNK,
-                                                                       p_gen_bias_init=0.0).eval()
+        reference = PointerGeneratorForConditionalGeneration.from_base(
+            tiny_base("bart"), unk_token_id=UNK, p_gen_bias_init=0.0
+        ).eval()
         reference.load_state_dict(model.state_dict(), strict=False)
-        torch.testing.assert_close(model(**batch, decoder_input_ids=absent).logits,
-                                   reference(**batch, decoder_input_ids=absent).logits)
+        torch.testing.assert_close(
+            model(**batch, decoder_input_ids=absent).logits, reference(**batch, decoder_input_ids=absent).logits
+        )
 
 
 @pytest.mark.parametrize("pointer", ["dedicated", "cross_attention"])
@@ -242,8 +262,13 @@ def test_copy_next_moves_the_pointer_to_the_position_after_the_fed_token(pointer
     input_ids, attention_mask, extended = source_batch()
     fed = torch.tensor([[2, 12], [2, VOCAB], [2, 31]])  # source positions 2, 2 and 2: continuing means position 3
     with torch.no_grad():
-        out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                    decoder_input_ids=fed, output_pointer=True)
+        out = model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            extended_input_ids=extended,
+            decoder_input_ids=fed,
+            output_pointer=True,
+        )
     assert out.pointer_attentions[:, 1].argmax(-1).tolist() == [3, 3, 3]
     assert (out.pointer_attentions[:, 1, 3] > 0.99).all()
     # The first step was fed the start token (</s>, at the end of rows 0 and 1): nothing follows it in those sources.
@@ -278,8 +303,12 @@ def test_always_copy_emits_only_each_examples_own_source(family, pointer, kwargs
     input_ids, attention_mask, extended = source_batch()
     torch.manual_seed(0)
     out = model.generate(
-        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=6,
-        min_new_tokens=6, **kwargs,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        max_new_tokens=6,
+        min_new_tokens=6,
+        **kwargs,
     )
     per_example = out.shape[0] // 3
     if kwargs.get("do_sample"):  # sampling from a pure copy distribution over 7 words reaches the OOV slots
@@ -300,7 +329,9 @@ def test_batched_generation_equals_one_by_one(case_model):
     for i in range(3):
         keep = attention_mask[i].bool()
         single = model.generate(
-            input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], num_beams=3,
+            input_ids=input_ids[i : i + 1, keep],
+            extended_input_ids=extended[i : i + 1, keep],
+            num_beams=3,
             max_new_tokens=7,
         )
         length = single.shape[1]
@@ -313,15 +344,24 @@ def test_beam_scores_match_teacher_forced_recomputation(case_model):
     model = case_model
     input_ids, attention_mask, extended = source_batch()
     out = model.generate(
-        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, num_beams=4,
-        num_return_sequences=2, max_new_tokens=6, min_new_tokens=6, return_dict_in_generate=True, output_scores=True,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        num_beams=4,
+        num_return_sequences=2,
+        max_new_tokens=6,
+        min_new_tokens=6,
+        return_dict_in_generate=True,
+        output_scores=True,
         length_penalty=0.0,
     )
     transition = model.compute_transition_scores(out.sequences, out.scores, out.beam_indices)
     rows = torch.arange(6).div(2, rounding_mode="floor")
     with torch.no_grad():
         log_p = model(
-            input_ids=input_ids[rows], attention_mask=attention_mask[rows], extended_input_ids=extended[rows],
+            input_ids=input_ids[rows],
+            attention_mask=attention_mask[rows],
+            extended_input_ids=extended[rows],
             decoder_input_ids=out.sequences[:, :-1],
         ).logits
     expected = log_p.gather(-1, out.sequences[:, 1:].unsqueeze(-1)).squeeze(-1)
@@ -358,8 +398,14 @@ def test_beam_search_shares_each_sources_pointer_keys_and_scores_as_per_row_keys
     model = wrap("bart", p_gen_bias_init=0.0, coverage=True)
     input_ids, attention_mask, extended = source_batch()
     settings = dict(
-        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, num_beams=3,
-        num_return_sequences=3, max_new_tokens=6, return_dict_in_generate=True, output_scores=True,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        num_beams=3,
+        num_return_sequences=3,
+        max_new_tokens=6,
+        return_dict_in_generate=True,
+        output_scores=True,
     )
     shared = model.generate(**settings)
     cache = shared.past_key_values
@@ -377,8 +423,12 @@ def test_row_selection_gives_every_row_its_own_keys_again():
     model = wrap("bart")
     input_ids, attention_mask, extended = source_batch()
     out = model.generate(
-        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, num_beams=2,
-        max_new_tokens=3, return_dict_in_generate=True,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        num_beams=2,
+        max_new_tokens=3,
+        return_dict_in_generate=True,
     )
     cache = out.past_key_values
     keys_of_source_1, query = cache.pointer_keys[1], cache.pointer_query
@@ -424,8 +474,12 @@ def test_copy_info_equals_teacher_forcing_of_each_returned_sequence(case_model, 
     input_ids, attention_mask, extended = source_batch()
     torch.manual_seed(0)
     out = model.generate(
-        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=6,
-        output_copy_info=True, **kwargs,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        max_new_tokens=6,
+        output_copy_info=True,
+        **kwargs,
     )
     k = kwargs.get("num_return_sequences", 1)
     generated = out.sequences[:, 1:]  # (R, G)
@@ -438,8 +492,10 @@ def test_copy_info_equals_teacher_forcing_of_each_returned_sequence(case_model, 
         length = int(ends[0]) + 1 if len(ends) else generated.shape[1]  # generated tokens up to and with EOS
         with torch.no_grad():
             single = model(
-                input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep],
-                decoder_input_ids=sequence[None, :length], output_pointer=True,
+                input_ids=input_ids[i : i + 1, keep],
+                extended_input_ids=extended[i : i + 1, keep],
+                decoder_input_ids=sequence[None, :length],
+                output_pointer=True,
             )
         chosen = generated[r, :length]
         p_gen, pointer = single.p_gen[0], single.pointer_attentions[0]  # (length,), (length, S_i)
@@ -449,8 +505,9 @@ def test_copy_info_equals_teacher_forcing_of_each_returned_sequence(case_model, 
         assert (out.pointer_attentions[r, :length][:, ~keep].abs() < 1e-6).all()
         copy_mass = (pointer * (extended[i, keep][None, :] == chosen[:, None])).sum(-1)
         probability = single.logits[0].exp().gather(-1, chosen[:, None]).squeeze(-1)
-        torch.testing.assert_close(out.copy_shares[r, :length], (1 - p_gen) * copy_mass / probability,
-                                   atol=5e-4, rtol=1e-3)
+        torch.testing.assert_close(
+            out.copy_shares[r, :length], (1 - p_gen) * copy_mass / probability, atol=5e-4, rtol=1e-3
+        )
         assert out.p_gen[r, length:].isnan().all() and out.copy_shares[r, length:].isnan().all()
         assert (out.pointer_attentions[r, length:] == 0).all()
     copied = generated >= VOCAB  # an out-of-vocabulary word can only have been copied
@@ -473,10 +530,18 @@ def test_extended_decoder_inputs_are_embedded_as_unknown():
     model = wrap("bart", p_gen_bias_init=0.0)
     input_ids, attention_mask, extended = source_batch()
     with torch.no_grad():
-        copied = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                       decoder_input_ids=torch.tensor([[2, VOCAB]] * 3)).logits
-        unknown = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                        decoder_input_ids=torch.tensor([[2, UNK]] * 3)).logits
+        copied = model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            extended_input_ids=extended,
+            decoder_input_ids=torch.tensor([[2, VOCAB]] * 3),
+        ).logits
+        unknown = model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            extended_input_ids=extended,
+            decoder_input_ids=torch.tensor([[2, UNK]] * 3),
+        ).logits
     torch.testing.assert_close(copied, unknown)
 
 
@@ -516,8 +581,12 @@ def test_rows_never_emit_slots_they_lack_under_boosting_processors(family):
     for kwargs in ({}, {"num_beams": 3}, {"do_sample": True, "temperature": 2.0}, {"repetition_penalty": 0.5}):
         torch.manual_seed(0)
         out = model.generate(
-            input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=4,
-            sequence_bias=boost, **kwargs,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            extended_input_ids=extended,
+            max_new_tokens=4,
+            sequence_bias=boost,
+            **kwargs,
         )
         assert not (out[0] >= VOCAB).any(), kwargs
         assert not (out[1] == VOCAB + 1).any(), kwargs
@@ -548,9 +617,13 @@ def test_label_smoothing_is_over_each_rows_own_classes(case_model):
     input_ids, attention_mask, extended = source_batch()
     labels = torch.tensor([[10, 11, 2, -100], [VOCAB, 20, 5, 2], [VOCAB + 1, VOCAB, 31, 2]])
     with torch.no_grad():
-        log_p = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels).logits
+        log_p = model(
+            input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels
+        ).logits
         model.config.label_smoothing = 0.1
-        smoothed = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels).loss
+        smoothed = model(
+            input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels
+        ).loss
     assert torch.isfinite(smoothed)
     expected = _support_smoothed_reference(log_p, labels, extended, 0.1)
     assert smoothed.item() == pytest.approx(float(expected), rel=1e-5)
@@ -569,10 +642,14 @@ def test_trainer_label_smoothing_over_logits_is_refused_and_the_config_path_trai
     model = wrap("bart", p_gen_bias_init=0.0).train()
     input_ids, attention_mask, extended = source_batch()
     labels = [[10, 11, 2], [VOCAB, 20, 2], [VOCAB + 1, VOCAB, 2]]
-    rows = Dataset.from_dict({
-        "input_ids": input_ids.tolist(), "attention_mask": attention_mask.tolist(),
-        "extended_input_ids": extended.tolist(), "labels": labels,
-    })
+    rows = Dataset.from_dict(
+        {
+            "input_ids": input_ids.tolist(),
+            "attention_mask": attention_mask.tolist(),
+            "extended_input_ids": extended.tolist(),
+            "labels": labels,
+        }
+    )
 
     def collate(features):
         batch = {key: torch.tensor([f[key] for f in features]) for key in features[0]}
@@ -581,8 +658,15 @@ def test_trainer_label_smoothing_over_logits_is_refused_and_the_config_path_trai
 
     def trainer(**settings):
         args = Seq2SeqTrainingArguments(
-            output_dir=str(tmp_path), per_device_train_batch_size=3, per_device_eval_batch_size=3, max_steps=2,
-            report_to=[], use_cpu=True, save_strategy="no", logging_steps=1, **settings,
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=3,
+            per_device_eval_batch_size=3,
+            max_steps=2,
+            report_to=[],
+            use_cpu=True,
+            save_strategy="no",
+            logging_steps=1,
+            **settings,
         )
         return Seq2SeqTrainer(model=model, args=args, train_dataset=rows, eval_dataset=rows, data_collator=collate)
 
@@ -617,7 +701,9 @@ def test_static_cache_equals_dynamic_cache(case_model):
     input_ids, attention_mask, extended = source_batch()
     batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=6)
     for kwargs in ({}, {"num_beams": 3}):
-        assert torch.equal(model.generate(**batch, **kwargs), model.generate(**batch, **kwargs, cache_implementation="static"))
+        assert torch.equal(
+            model.generate(**batch, **kwargs), model.generate(**batch, **kwargs, cache_implementation="static")
+        )
 
 
 def test_attention_implementation_survives_save_and_load(tmp_path):
@@ -644,7 +730,9 @@ def test_assisted_and_prompt_lookup_decoding_equal_greedy(settings):
     input_ids, attention_mask, extended = source_batch()
     for i in range(3):  # assisted decoding takes one example at a time
         keep = attention_mask[i].bool()
-        batch = dict(input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=10)
+        batch = dict(
+            input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=10
+        )
         greedy = model.generate(**batch)
         assert torch.equal(model.generate(**batch, assistant_model=assistant), greedy), i
         assert torch.equal(model.generate(**batch, prompt_lookup_num_tokens=3), greedy), i
@@ -667,7 +755,9 @@ def test_assisted_decoding_over_many_rounds_equals_greedy(kind):
     for i in range(3):  # assisted decoding takes one example at a time
         keep = attention_mask[i].bool()
         # 40 new tokens: the prefixes fed again would reach past the assistant's 128 positions within a few rounds
-        batch = dict(input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=40)
+        batch = dict(
+            input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=40
+        )
         greedy = model.generate(**batch)
         copied |= bool((greedy >= VOCAB).any())
         assert torch.equal(model.generate(**batch, assistant_model=assistant), greedy), i
@@ -684,7 +774,9 @@ def test_prompt_lookup_over_copied_ids():
     copied_any = False
     for i in range(3):
         keep = attention_mask[i].bool()
-        batch = dict(input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=12)
+        batch = dict(
+            input_ids=input_ids[i : i + 1, keep], extended_input_ids=extended[i : i + 1, keep], max_new_tokens=12
+        )
         greedy = model.generate(**batch)
         copied_any |= bool((greedy >= VOCAB).any())
         assert torch.equal(model.generate(**batch, prompt_lookup_num_tokens=2), greedy), i
@@ -705,8 +797,13 @@ def test_cross_attention_pointer_is_a_distribution_in_training(family_name):
         base, pointer="cross_attention", unk_token_id=UNK, p_gen_bias_init=0.0
     ).train()
     input_ids, attention_mask, extended = source_batch()
-    out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                decoder_input_ids=input_ids[:, :5], output_pointer=True)
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        decoder_input_ids=input_ids[:, :5],
+        output_pointer=True,
+    )
     sums = out.pointer_attentions.sum(-1)
     torch.testing.assert_close(sums, torch.ones_like(sums), atol=1e-5, rtol=0)
     assert (out.pointer_attentions[2, :, 7] == 0).all()  # the padded position stays out
@@ -745,18 +842,29 @@ def test_generate_checks_extended_ids_and_takes_encoded_batches():
     with pytest.raises(ValueError, match=r"extended_input_ids\[0, 0\] = 20"):
         model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=wrong, max_new_tokens=3)
     with pytest.raises(ValueError, match="same source positions"):
-        model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended[:, :5],
-                       max_new_tokens=3)
+        model.generate(
+            input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended[:, :5], max_new_tokens=3
+        )
     # A batch as the encode side returns it (with its decoding-only keys) goes straight in, to forward() too.
     spacing = {"spaced_after": "", "glued_after": ".", "ends_word": True}
-    batch = dict(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                 oov_words=[[], ["x"], ["y", "z"]], oov_spacing=[[], [spacing], [spacing, spacing]],
-                 num_truncated_tokens=[0, 0, 0])
-    plain = model.generate(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                           max_new_tokens=4)
+    batch = dict(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        oov_words=[[], ["x"], ["y", "z"]],
+        oov_spacing=[[], [spacing], [spacing, spacing]],
+        num_truncated_tokens=[0, 0, 0],
+    )
+    plain = model.generate(
+        input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, max_new_tokens=4
+    )
     assert torch.equal(model.generate(**batch, max_new_tokens=4), plain)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                   decoder_input_ids=input_ids[:, :2]).logits
+    logits = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        decoder_input_ids=input_ids[:, :2],
+    ).logits
     torch.testing.assert_close(model(**batch, decoder_input_ids=input_ids[:, :2]).logits, logits)
 
 
@@ -772,8 +880,9 @@ def test_forward_honours_config_output_flags():
     model.config.output_attentions = True
     out = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=input_ids[:, :3])
     assert len(out.encoder_attentions) == 2 and len(out.cross_attentions) == 2 and out.decoder_hidden_states is None
-    out = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=input_ids[:, :3],
-                output_attentions=False)
+    out = model(
+        input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=input_ids[:, :3], output_attentions=False
+    )
     assert out.cross_attentions is None
 
 
@@ -789,7 +898,9 @@ def test_deeper_decoder_than_encoder_generates_like_the_base(family_name):
     input_ids, attention_mask, _ = source_batch()
     for kwargs in ({}, {"num_beams": 2}):
         expected = base.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=5, **kwargs)
-        assert torch.equal(model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=5, **kwargs), expected)
+        assert torch.equal(
+            model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=5, **kwargs), expected
+        )
 
 
 def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_widths(tmp_path):
@@ -801,10 +912,14 @@ def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_w
 
     model = wrap("bart", p_gen_bias_init=0.0)
     input_ids, attention_mask, extended = source_batch()
-    rows = Dataset.from_dict({
-        "input_ids": input_ids.tolist(), "attention_mask": attention_mask.tolist(),
-        "extended_input_ids": extended.tolist(), "labels": [[10, 2], [VOCAB, 2], [VOCAB + 1, 2]],
-    })
+    rows = Dataset.from_dict(
+        {
+            "input_ids": input_ids.tolist(),
+            "attention_mask": attention_mask.tolist(),
+            "extended_input_ids": extended.tolist(),
+            "labels": [[10, 2], [VOCAB, 2], [VOCAB + 1, 2]],
+        }
+    )
     seen = []
 
     def compute_metrics(prediction):
@@ -817,11 +932,17 @@ def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_w
 
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer(models.WordLevel({f"w{i}": i for i in range(VOCAB)}, unk_token="w3")),
-        pad_token="w1", unk_token="w3",
+        pad_token="w1",
+        unk_token="w3",
     )
     args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=1, report_to=[], use_cpu=True)
-    trainer = Seq2SeqTrainer(model=model, args=args, eval_dataset=rows, compute_metrics=compute_metrics,
-                             data_collator=DataCollatorForPointerGenerator(tokenizer, model=model))
+    trainer = Seq2SeqTrainer(
+        model=model,
+        args=args,
+        eval_dataset=rows,
+        compute_metrics=compute_metrics,
+        data_collator=DataCollatorForPointerGenerator(tokenizer, model=model),
+    )
     metrics = trainer.evaluate()
     assert metrics["eval_rows"] == 3 and math.isfinite(metrics["eval_loss"])
     predictions = trainer.predict(rows).predictions
@@ -838,8 +959,12 @@ def test_resize_token_embeddings_moves_the_extended_ids():
     assert model.get_output_embeddings().out_features == VOCAB + 6
     input_ids, attention_mask, extended = source_batch()
     extended = torch.where(extended >= VOCAB, extended + 6, extended)
-    log_p = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                  decoder_input_ids=input_ids[:, :2]).logits
+    log_p = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        extended_input_ids=extended,
+        decoder_input_ids=input_ids[:, :2],
+    ).logits
     assert log_p.shape[-1] == VOCAB + 6 + 2
     torch.testing.assert_close(log_p.exp().sum(-1), torch.ones(3, 2), atol=1e-5, rtol=0)
 
@@ -865,8 +990,13 @@ def test_saved_code_imports_only_what_a_python_without_hf_pgen_has(tmp_path):
 
     wrap("bart").save_pretrained(tmp_path)
     modules = sorted(tmp_path.glob("*.py"))
-    assert {"modeling_pointer_generator.py", "layers_pointer_generator.py", "pipeline_pointer_generator.py",
-            "processing_pointer_generator.py", "modelcard.py"} <= {m.name for m in modules}
+    assert {
+        "modeling_pointer_generator.py",
+        "layers_pointer_generator.py",
+        "pipeline_pointer_generator.py",
+        "processing_pointer_generator.py",
+        "modelcard.py",
+    } <= {m.name for m in modules}
     for module in modules:
         roots = set()
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):

@@ -99,11 +99,20 @@ class PointerGeneratorModelTester:
 
     def get_base_config(self) -> BartConfig:
         return tiny_config(
-            "bart", self.vocab_size, d_model=self.hidden_size, layers=self.num_hidden_layers,
-            heads=self.num_attention_heads, ffn_dim=self.intermediate_size, decisive_init=False,
-            activation_function=self.hidden_act, dropout=self.hidden_dropout_prob,
-            attention_dropout=self.attention_probs_dropout_prob, max_position_embeddings=self.max_position_embeddings,
-            eos_token_id=self.eos_token_id, bos_token_id=self.bos_token_id, pad_token_id=self.pad_token_id,
+            "bart",
+            self.vocab_size,
+            d_model=self.hidden_size,
+            layers=self.num_hidden_layers,
+            heads=self.num_attention_heads,
+            ffn_dim=self.intermediate_size,
+            decisive_init=False,
+            activation_function=self.hidden_act,
+            dropout=self.hidden_dropout_prob,
+            attention_dropout=self.attention_probs_dropout_prob,
+            max_position_embeddings=self.max_position_embeddings,
+            eos_token_id=self.eos_token_id,
+            bos_token_id=self.bos_token_id,
+            pad_token_id=self.pad_token_id,
             unk_token_id=self.unk_token_id,
         )
 

@@ -18,7 +18,9 @@ NAMES = ["Open Nakamura now", "Delete Zyxwvut and Qwerfdsa", "Close the file"]
 # 0, 3, 1, 2 and 1 OOV words: tables of different sizes share each batch
 MIXED = ["Close the file", "Delete Zyxwvut and Qwerfdsa from Blorptastic", "Open Nakamura now", "", "Save Xylophonia"]
 TASK_KEYS = {
-    "translation": "translation_text", "summarization": "summary_text", "text2text-generation": "generated_text",
+    "translation": "translation_text",
+    "summarization": "summary_text",
+    "text2text-generation": "generated_text",
 }
 
 
@@ -112,8 +114,12 @@ def test_saved_folder_serves_all_three_tasks_without_hf_pgen(trained_copier, sav
     model, tokenizer, _ = trained_copier
     config = json.loads((saved_copier / "config.json").read_text())
     assert set(config["custom_pipelines"]) == set(TASK_KEYS)
-    code = {"pipeline_pointer_generator.py", "processing_pointer_generator.py", "tokenization_pointer_generator.py",
-            "modeling_pointer_generator.py"}
+    code = {
+        "pipeline_pointer_generator.py",
+        "processing_pointer_generator.py",
+        "tokenization_pointer_generator.py",
+        "modeling_pointer_generator.py",
+    }
     assert code <= {p.name for p in saved_copier.iterdir()}
     expected = _texts(PointerGeneratorText2TextPipeline(model=model, tokenizer=tokenizer)(NAMES, num_beams=2))
     # Pipeline.save_pretrained of a plain base writes the three tasks and this pipeline's code into its folder too.

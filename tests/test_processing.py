@@ -41,9 +41,11 @@ def test_call_is_the_functional_layer_with_the_models_width(tokenizer, model):
     expected = encode_with_oovs(
         tokenizer, SOURCES, SOURCES, vocab_size=model.config.vocab_size, padding=True, return_tensors="pt"
     )
-    assert set(batch) == set(expected) == {
-        "input_ids", "attention_mask", "extended_input_ids", "labels", "oov_words", "oov_spacing"
-    }
+    assert (
+        set(batch)
+        == set(expected)
+        == {"input_ids", "attention_mask", "extended_input_ids", "labels", "oov_words", "oov_spacing"}
+    )
     for key in ("input_ids", "attention_mask", "extended_input_ids", "labels"):
         assert torch.equal(batch[key], expected[key])
     assert batch["oov_words"] == expected["oov_words"] and "Zyxwvut" in batch["oov_words"][0]
@@ -82,8 +84,10 @@ def test_batch_decode_reads_the_spacing_records_of_a_batch_even_through_json(tok
     back = json.loads(json.dumps(dict(batch)))
     assert processor.batch_decode(ids, batch) == processor.batch_decode(ids, back) == texts
     assert processor.batch_decode(ids, batch["oov_words"], oov_spacing=batch["oov_spacing"]) == texts
-    assert [processor.decode(row, table, oov_spacing=spacing) for row, table, spacing in zip(
-        ids, batch["oov_words"], batch["oov_spacing"])] == texts
+    assert [
+        processor.decode(row, table, oov_spacing=spacing)
+        for row, table, spacing in zip(ids, batch["oov_words"], batch["oov_spacing"])
+    ] == texts
     twice = [row for row in ids for _ in range(2)]  # num_return_sequences=2: each example's records serve 2 rows
     assert processor.batch_decode(twice, back) == [text for text in texts for _ in range(2)]
     assert processor.batch_decode(ids, batch["oov_words"])[0] == "Update to v2. 3 now"  # words only: by context
@@ -128,9 +132,10 @@ def test_from_pretrained_reads_the_width_from_the_config(tmp_path, tokenizer, mo
     assert any(str(f).endswith("tokenizer.json") for f in processor_files)
     processor = PointerGeneratorProcessor.from_pretrained(saved)
     assert processor.vocab_size == model.config.vocab_size == len(tokenizer) + PADDING_ROWS
-    assert processor(SOURCES)["extended_input_ids"] == encode_with_oovs(
-        tokenizer, SOURCES, vocab_size=model.config.vocab_size
-    )["extended_input_ids"]
+    assert (
+        processor(SOURCES)["extended_input_ids"]
+        == encode_with_oovs(tokenizer, SOURCES, vocab_size=model.config.vocab_size)["extended_input_ids"]
+    )
     # a plain base checkpoint works too
     base_folder = tmp_path / "base"
     model.base.save_pretrained(base_folder)
@@ -173,10 +178,12 @@ def test_slow_sentencepiece_checkpoint_end_to_end(checkpoints, name, tmp_path):
     model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id).eval()
 
     sources = ["Delete {count} files 😀", "Open Ωmega now", "%(name)s is missing " + "and so is the file " * 3]
-    batch = processor(sources, text_target=sources, padding=True, max_length=24, return_tensors="pt",
-                      return_num_truncated_tokens=True)
-    reference = tokenizer(sources, text_target=sources, padding=True, max_length=24, truncation=True,
-                          return_tensors="pt")
+    batch = processor(
+        sources, text_target=sources, padding=True, max_length=24, return_tensors="pt", return_num_truncated_tokens=True
+    )
+    reference = tokenizer(
+        sources, text_target=sources, padding=True, max_length=24, truncation=True, return_tensors="pt"
+    )
     assert torch.equal(batch["input_ids"], reference["input_ids"])
     assert ["{", "}", "😀"] == [w for w in batch["oov_words"][0] if w in "{}😀"]
     full = [len(ids) for ids in tokenizer(sources)["input_ids"]]
@@ -186,8 +193,9 @@ def test_slow_sentencepiece_checkpoint_end_to_end(checkpoints, name, tmp_path):
     assert "😀" in processor.batch_decode(batch["labels"], batch)[0]
     V = processor.vocab_size
     assert (batch["labels"][0] >= V).sum() == (batch["extended_input_ids"][0] >= V).sum() > 0
-    ids = model.generate(**{k: v for k, v in batch.items() if k != "labels"}, num_beams=2, num_return_sequences=2,
-                         max_new_tokens=5)
+    ids = model.generate(
+        **{k: v for k, v in batch.items() if k != "labels"}, num_beams=2, num_return_sequences=2, max_new_tokens=5
+    )
     assert len(processor.batch_decode(ids, batch)) == 2 * len(sources)
     # a made-up output that copies: "😀" then the tokenizer's own pieces
     table = batch["oov_words"][0]

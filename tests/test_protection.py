@@ -23,8 +23,21 @@ from hf_pgen.metrics import extract_placeholders
 from hf_pgen.placeholders import placeholder_spans
 from hf_pgen.protection_pointer_generator import find_protected_spans
 
-PLACEHOLDERS = ["%s", "%d", "%(count)d", "%(name)s", "{name}", "{0}", "{}", "<b>", "</b>", "${HOME}", "%1",
-                "{n, number}", "https://example.com/a"]
+PLACEHOLDERS = [
+    "%s",
+    "%d",
+    "%(count)d",
+    "%(name)s",
+    "{name}",
+    "{0}",
+    "{}",
+    "<b>",
+    "</b>",
+    "${HOME}",
+    "%1",
+    "{n, number}",
+    "https://example.com/a",
+]
 OOV_WORDS = ["Nakamura-Øresund", "Zyxwvut", "Dvořák", "🗑️"]
 
 
@@ -101,8 +114,9 @@ def test_every_source_placeholder_comes_out_exactly_as_often_as_in_the_source(co
     batch = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
     # The fewest tokens that place every span with one free token before each (so that none merges with the text
     # before it): with that budget every span must fit, and the budget rule has to start them.
-    need = max(sum(s["count"] * (min(map(len, s["sequences"])) + 1) for s in e["spans"])
-               for e in batch["protected_spans"])
+    need = max(
+        sum(s["count"] * (min(map(len, s["sequences"])) + 1) for s in e["spans"]) for e in batch["protected_spans"]
+    )
     for settings in SETTINGS:
         torch.manual_seed(seed)
         max_new_tokens = rng.choice([need, need + 2, need + 20])
@@ -201,9 +215,12 @@ def test_plain_base_through_the_pipeline(tokenizer):
     """A base without the copy head: the spans' own tokens are forced (spans of unknown words cannot be)."""
     base = _bart(tokenizer, 1)
     translator = pipeline("translation", model=base, tokenizer=tokenizer)
+
     def spellable(text):  # without copying, only placeholders of in-vocabulary pieces can come out
-        return all(tokenizer.unk_token_id not in tokenizer(p, add_special_tokens=False)["input_ids"]
-                   for p in extract_placeholders(text))
+        return all(
+            tokenizer.unk_token_id not in tokenizer(p, add_special_tokens=False)["input_ids"]
+            for p in extract_placeholders(text)
+        )
 
     sources = [s for s in _random_sources(random.Random(7), 60) if spellable(s)][:6]
     assert len(sources) >= 4 and sum(map(extract_placeholders, sources), [])
@@ -238,16 +255,22 @@ def test_single_token_placeholders_the_source_lacks_are_never_generated():
     backend = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # whole words: "%s" is one token
     backend.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>",
-                                        eos_token="</s>", unk_token="<unk>")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<s>", pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
     model = _bart(tokenizer, 0)
     invented = [tokenizer.convert_tokens_to_ids(t) for t in ("%s", "{name}")]
     with torch.no_grad():
         model.final_logits_bias[0, invented] = 50.0  # the model wants nothing else
     processor = PointerGeneratorProcessor(tokenizer, vocab_size=model.config.vocab_size)
     batch = processor(["Open {0} files"], return_tensors="pt", protect="placeholders")
-    processors = LogitsProcessorList([ProtectedSpansLogitsProcessor(
-        batch["protected_spans"], eos_token_id=tokenizer.eos_token_id, max_new_tokens=10)])
+    processors = LogitsProcessorList(
+        [
+            ProtectedSpansLogitsProcessor(
+                batch["protected_spans"], eos_token_id=tokenizer.eos_token_id, max_new_tokens=10
+            )
+        ]
+    )
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask")}
     ids = model.generate(**inputs, max_new_tokens=10, logits_processor=processors)[0].tolist()
     assert not set(invented) & set(ids) and ids.count(tokenizer.convert_tokens_to_ids("{0}")) == 1
@@ -282,11 +305,16 @@ def test_a_completed_placeholder_is_found_at_every_head_of_the_free_text(subword
     pieces, rng = _piece_ids(tokenizer), random.Random(0)
     inventions, extra, found = {}, 0, 0
     for _ in range(300):
-        g = [tokenizer.eos_token_id] + [rng.choice(pieces) if rng.random() < 0.6 else rng.randrange(4, len(tokenizer))
-                                        for _ in range(rng.choice([rng.randrange(1, 12), rng.randrange(30, 60)]))]
+        g = [tokenizer.eos_token_id] + [
+            rng.choice(pieces) if rng.random() < 0.6 else rng.randrange(4, len(tokenizer))
+            for _ in range(rng.choice([rng.randrange(1, 12), rng.randrange(30, 60)]))
+        ]
         tail = ex.text_of(g)
-        expected = {i for i, text in enumerate(texts)
-                    if text and any(s < len(tail) < e for s, e in placeholder_spans(tail + text))}
+        expected = {
+            i
+            for i, text in enumerate(texts)
+            if text and any(s < len(tail) < e for s, e in placeholder_spans(tail + text))
+        }
         got = set(ex.inventing(g, 0, inventions))
         assert expected <= got, (tail, [texts[i] for i in expected - got])
         extra, found = extra + len(got - expected), found + len(expected)
@@ -311,17 +339,27 @@ def test_a_placeholder_opened_before_a_span_is_not_closed_around_it(subword_toke
     inventions, found = {}, 0
     for _ in range(400):
         span = rng.randrange(len(ex.texts))
-        before = [rng.choice(pieces) if rng.random() < 0.6 else rng.randrange(4, len(tokenizer))
-                  for _ in range(rng.randrange(1, 10))]
-        after = [rng.choice(pieces) if rng.random() < 0.5 else rng.randrange(4, len(tokenizer))
-                 for _ in range(rng.randrange(0, 4))]
+        before = [
+            rng.choice(pieces) if rng.random() < 0.6 else rng.randrange(4, len(tokenizer))
+            for _ in range(rng.randrange(1, 10))
+        ]
+        after = [
+            rng.choice(pieces) if rng.random() < 0.5 else rng.randrange(4, len(tokenizer))
+            for _ in range(rng.randrange(0, 4))
+        ]
         g = [tokenizer.eos_token_id] + before + list(rng.choice(ex.variants[span])) + after
         since = len(g) - len(after)
         span_start, text = len(ex.text_of(g[:1] + before)), ex.text_of(g)
         # the oracle: a placeholder that the next token completes, begun before the span or after it
-        expected = {i for i, t in enumerate(texts) if t and any(
-            s < len(text) < e and (s < span_start or s >= len(ex.text_of(g[:since])))
-            for s, e in placeholder_spans(text + t))}
+        expected = {
+            i
+            for i, t in enumerate(texts)
+            if t
+            and any(
+                s < len(text) < e and (s < span_start or s >= len(ex.text_of(g[:since])))
+                for s, e in placeholder_spans(text + t)
+            )
+        }
         got = set(ex.inventing(g, since, inventions, span))
         assert expected <= got, (text, [texts[i] for i in expected - got])
         found += len(expected)
@@ -359,13 +397,15 @@ def test_placeholders_the_source_lacks_never_come_out_piece_by_piece(subword_tok
     sources = ["Close the window", "Delete %(count)d files", "Open {name} now", "Save all files"]
     plain = processor(sources, padding=True, return_tensors="pt")
     unprotected = processor.batch_decode(model.generate(**plain, max_new_tokens=30), plain)
-    assert any(Counter(extract_placeholders(o)) != Counter(extract_placeholders(s))
-               for s, o in zip(sources, unprotected)), unprotected
+    assert any(
+        Counter(extract_placeholders(o)) != Counter(extract_placeholders(s)) for s, o in zip(sources, unprotected)
+    ), unprotected
     batch = processor(sources, padding=True, return_tensors="pt", protect="placeholders")
     for settings in SETTINGS:
         torch.manual_seed(0)
-        _check_placeholders(sources, processor.batch_decode(model.generate(**batch, max_new_tokens=30, **settings),
-                                                            batch))
+        _check_placeholders(
+            sources, processor.batch_decode(model.generate(**batch, max_new_tokens=30, **settings), batch)
+        )
     translator = pipeline("translation", model=base, tokenizer=tokenizer)
     for settings in SETTINGS[:3]:
         torch.manual_seed(0)
@@ -442,8 +482,11 @@ def test_beams_place_a_span_where_the_model_wanted_to_end_not_after_wandering(su
     assert decode(num_beams=4, num_return_sequences=2)[::2] == greedy
 
 
-@pytest.mark.parametrize("settings", [{}, {"num_beams": 4}, {"do_sample": True, "num_return_sequences": 2}],
-                         ids=["greedy", "beam4", "sample-2returns"])
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"num_beams": 4}, {"do_sample": True, "num_return_sequences": 2}],
+    ids=["greedy", "beam4", "sample-2returns"],
+)
 def test_a_row_that_wanted_to_end_places_the_spans_left_and_ends(subword_tokenizer, settings):
     """It chose to end: the spans it left out go where it wanted to end, and then it ends, rather than write on
     through text it never wanted until the length limit (an earlier processor may still keep it from ending)."""
@@ -457,13 +500,14 @@ def test_a_row_that_wanted_to_end_places_the_spans_left_and_ends(subword_tokeniz
     batch = processor(sources, return_tensors="pt", padding=True, protect="placeholders")
     scripted = LogitsProcessorList([_LeavesAPlaceholderOut(targets, tokenizer.eos_token_id, wander, thrown=True)])
     torch.manual_seed(0)
-    outputs = processor.batch_decode(model.generate(**batch, logits_processor=scripted, max_new_tokens=40,
-                                                    **settings), batch)
+    outputs = processor.batch_decode(
+        model.generate(**batch, logits_processor=scripted, max_new_tokens=40, **settings), batch
+    )
     per = len(outputs) // len(sources)
     for row, output in enumerate(outputs):
         text = written[row // per]
         assert output.startswith(text), output
-        placed = output[len(text):].replace(" ", "")  # the spans, in the model's order, and nothing after them
+        placed = output[len(text) :].replace(" ", "")  # the spans, in the model's order, and nothing after them
         assert sorted(extract_placeholders(placed)) == sorted(extract_placeholders(sources[row // per])), output
         assert placed == "".join(extract_placeholders(placed)), output
     # An earlier processor that keeps it from ending once it has wanted to end wins over ending
@@ -552,8 +596,13 @@ def test_a_span_past_the_truncation_is_still_placed_and_never_by_its_cut_pieces(
 
 def test_bad_input_gives_clear_errors_and_warnings(copier):
     model, processor = copier
-    for protect, match in [("", "empty pattern"), ("(", "not a valid regular expression"), ("a*", "empty string"),
-                           ([], "no literal"), ([""], "empty string")]:
+    for protect, match in [
+        ("", "empty pattern"),
+        ("(", "not a valid regular expression"),
+        ("a*", "empty string"),
+        ([], "no literal"),
+        ([""], "empty string"),
+    ]:
         with pytest.raises(ValueError, match=match):
             processor(["a b"], protect=protect)
     with pytest.raises(TypeError, match="must be a str"):
@@ -575,18 +624,37 @@ def test_bad_input_gives_clear_errors_and_warnings(copier):
     with pytest.warns(UserWarning, match="missing from 1 output.*length limit cut them off|missing from 1 output"):
         model.generate(**batch, max_new_tokens=need - 1)
     with pytest.raises(ValueError, match="protected_spans has 3 entries but input_ids has 2 sources"):
-        sliced = processor(["Delete {folder}", "Open %(name)s now", "Save <b>it</b>"], protect="placeholders",
-                           padding=True, return_tensors="pt")
-        model.generate(**{k: sliced[k][1:] for k in ("input_ids", "attention_mask", "extended_input_ids")},
-                       protected_spans=sliced["protected_spans"], num_beams=3)
+        sliced = processor(
+            ["Delete {folder}", "Open %(name)s now", "Save <b>it</b>"],
+            protect="placeholders",
+            padding=True,
+            return_tensors="pt",
+        )
+        model.generate(
+            **{k: sliced[k][1:] for k in ("input_ids", "attention_mask", "extended_input_ids")},
+            protected_spans=sliced["protected_spans"],
+            num_beams=3,
+        )
 
 
 # -- the fast paths are the rules: each checked against the plain computation it replaces ----------------------------
 def _grammar_texts(n: int = 20000) -> list[str]:
     """Corpus messages and random strings of placeholder pieces (near misses and glued placeholders included)."""
     rng = random.Random(0)
-    pieces = list("%{}<>$#()/:.,;!? abdsxhtpfw019_-=\"'\n") + ["http://", "https://", "ftp://", "www.", "{0}", "%(n)s",
-                                                               "{n, plural, one {", "<b>", "</a>", "${X}", "%1$s", "%%"]
+    pieces = list("%{}<>$#()/:.,;!? abdsxhtpfw019_-=\"'\n") + [
+        "http://",
+        "https://",
+        "ftp://",
+        "www.",
+        "{0}",
+        "%(n)s",
+        "{n, plural, one {",
+        "<b>",
+        "</a>",
+        "${X}",
+        "%1$s",
+        "%%",
+    ]
     texts = corpus_texts("test", limit=300) + PLACEHOLDERS
     return texts + ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12))) for _ in range(n)]
 
@@ -612,13 +680,18 @@ def test_tokens_that_must_not_follow_a_placeholder_are_the_grammars(tokenizer):
     texts = vocabulary.context_texts
     for span in PLACEHOLDERS + ["%1$s", "www.x.de", "{n, plural,", "%(count)5.2f"]:
         n = len(span)
-        expected = [i for i, text in enumerate(texts) if text and not text[0].isspace()
-                    and ((0, n) not in placeholder_spans(span + text)
-                         or (0, n) not in placeholder_spans(span + text + "x"))]
+        expected = [
+            i
+            for i, text in enumerate(texts)
+            if text
+            and not text[0].isspace()
+            and ((0, n) not in placeholder_spans(span + text) or (0, n) not in placeholder_spans(span + text + "x"))
+        ]
         assert vocabulary.not_after(span) == expected, span
         for text in texts:  # and for copies, which may start with anything
-            assert _changes(span, text) == ((0, n) not in placeholder_spans(span + text)
-                                            or (0, n) not in placeholder_spans(span + text + "x")), (span, text)
+            assert _changes(span, text) == (
+                (0, n) not in placeholder_spans(span + text) or (0, n) not in placeholder_spans(span + text + "x")
+            ), (span, text)
     assert vocabulary.not_after("%1") and vocabulary.not_after("https://example.com/a")
 
 
@@ -646,8 +719,12 @@ def test_each_rows_state_is_its_full_scan_whatever_the_parent_order(copier):
     """The incremental scan (a row carries its parent's state one token on, parents looked up by their ids) gives
     what scanning the whole row gives, through beam-like reordering, forks and rows never seen before."""
     model, processor = copier
-    batch = processor(["Delete %(count)d of {name} %s %s", "Open <b>%(name)s</b> now"], padding=True,
-                      return_tensors="pt", protect="placeholders")
+    batch = processor(
+        ["Delete %(count)d of {name} %s %s", "Open <b>%(name)s</b> now"],
+        padding=True,
+        return_tensors="pt",
+        protect="placeholders",
+    )
     protection = ProtectedSpansLogitsProcessor(batch["protected_spans"], eos_token_id=processor.tokenizer.eos_token_id)
     rng = random.Random(0)
     for index, ex in enumerate(protection.examples):
@@ -669,7 +746,11 @@ def test_each_rows_state_is_its_full_scan_whatever_the_parent_order(copier):
 
 @pytest.mark.parametrize(
     "vocabulary, protect",
-    [(vocabulary, protect) for vocabulary in ("word", "unigram", "bpe") for protect in ("placeholders", r"\d+|[A-Z][a-z]+")]
+    [
+        (vocabulary, protect)
+        for vocabulary in ("word", "unigram", "bpe")
+        for protect in ("placeholders", r"\d+|[A-Z][a-z]+")
+    ]
     + [("word", "oov"), ("word", "spelled by hand")],  # (subword vocabularies have no out-of-vocabulary words here)
 )
 def test_a_row_that_goes_on_calmly_gets_what_the_full_rules_give(request, monkeypatch, protect, vocabulary):
@@ -691,9 +772,19 @@ def test_a_row_that_goes_on_calmly_gets_what_the_full_rules_give(request, monkey
     sources = _random_sources(rng, 6) + ["Close the window", "Save all files"]  # (those without spans too)
     if protect == "spelled by hand":  # spans spelled in several ways of different lengths: the budget bans long ones
         pool = list(range(5, 40))
-        entries = [{"spans": [{"text": f"span {j}", "count": rng.choice([1, 2]),
-                               "sequences": [rng.sample(pool, rng.randrange(1, 6)) for _ in range(rng.randrange(1, 4))]}
-                              for j in range(rng.randrange(1, 4))]} for _ in sources]
+        entries = [
+            {
+                "spans": [
+                    {
+                        "text": f"span {j}",
+                        "count": rng.choice([1, 2]),
+                        "sequences": [rng.sample(pool, rng.randrange(1, 6)) for _ in range(rng.randrange(1, 4))],
+                    }
+                    for j in range(rng.randrange(1, 4))
+                ]
+            }
+            for _ in sources
+        ]
     else:
         entries = processor(sources, padding=True, return_tensors="pt", protect=protect)["protected_spans"]
     eos = tokenizer.eos_token_id
@@ -739,13 +830,17 @@ def test_a_mark_or_a_token_that_reads_as_nothing_is_decided_by_the_full_rules(su
     tokenizer = subword_tokenizer
     processor = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
     entries = processor(["Delete 50%(count)d of the files at https://example.com/a"], protect="placeholders")[
-        "protected_spans"]
+        "protected_spans"
+    ]
     eos = tokenizer.eos_token_id
     spans = entries[0]["spans"]  # (a URL: the text after it must not extend it)
     own = {t for span in spans for sequence in span["sequences"] for t in sequence}
     words = tokenizer(" the files", add_special_tokens=False)["input_ids"]
-    marks = [i for i in range(len(tokenizer)) if i not in tokenizer.all_special_ids and i not in own
-             and _UNCALM_RE.search(tokenizer.decode([i]))] + [t for t in tokenizer.all_special_ids if t != eos]
+    marks = [
+        i
+        for i in range(len(tokenizer))
+        if i not in tokenizer.all_special_ids and i not in own and _UNCALM_RE.search(tokenizer.decode([i]))
+    ] + [t for t in tokenizer.all_special_ids if t != eos]
     calm = {"careless": lambda self, token: token not in self.own_tokens, "never": lambda self, token: False}
 
     def last_step(prefix: list[int], patch_with: str | None = None) -> tuple[torch.Tensor, list]:
@@ -789,7 +884,7 @@ def test_the_vocabulary_is_read_once_per_processor(copier, monkeypatch):
 
 
 def test_a_copy_after_a_full_stop_keeps_the_sources_spacing(copier):
-    """"file.Zyxwvut" (an out-of-vocabulary word right after ".") comes out byte for byte, as often as in the
+    """ "file.Zyxwvut" (an out-of-vocabulary word right after ".") comes out byte for byte, as often as in the
     source; "Done. Zyxwvut" keeps its space."""
     model, processor = copier
     sources = ["Open file.Zyxwvut now", "Done. Zyxwvut is open"]
@@ -816,7 +911,7 @@ def test_every_example_references_the_processors_one_vocabulary_index(tokenizer)
 
 
 def test_a_lone_space_token_keeps_a_span_apart_when_the_budget_is_tight(tokenizer):
-    """"▁" decodes to nothing alone (a decoder drops a leading space) but reads as a space after a word: the token the
+    """ "▁" decodes to nothing alone (a decoder drops a leading space) but reads as a space after a word: the token the
     budget rule puts before a span that would otherwise be swallowed ("$" + "{name}" reads as "${name}")."""
     from hf_pgen.protection_pointer_generator import _VocabularyIndex
 

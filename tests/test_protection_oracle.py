@@ -38,8 +38,27 @@ TRICKY = [
     ("Open Cafe\u0301 now", ["Cafe\u0301"]),  # decomposed text (macOS file names): the span ends in a mark
     ("Open Cafe\u0301-12 now", r"[A-Z]\w+\u0301-\d+"),
 ]
-INSERTS = ["%s", "%d", "%(count)d", "{name}", "{0}", "{}", "<b>", "</b>", "%1", "%10", "1", "12", "121",
-           "https://x.org", "https://x.org/docs", "Nakamura", "Nakamura-Øresund", "Zyxwvut", "v2.3"]
+INSERTS = [
+    "%s",
+    "%d",
+    "%(count)d",
+    "{name}",
+    "{0}",
+    "{}",
+    "<b>",
+    "</b>",
+    "%1",
+    "%10",
+    "1",
+    "12",
+    "121",
+    "https://x.org",
+    "https://x.org/docs",
+    "Nakamura",
+    "Nakamura-Øresund",
+    "Zyxwvut",
+    "v2.3",
+]
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -47,7 +66,9 @@ def family_tokenizer(request):
     from hf_pgen.tokenizer_training import train_shared_tokenizer
 
     texts = corpus_texts("train", limit=1500) + [" ".join(INSERTS[:9])] * 3
-    return request.param, train_shared_tokenizer(texts, request.param, vocab_size=400 if request.param == "wordlevel" else 700)
+    return request.param, train_shared_tokenizer(
+        texts, request.param, vocab_size=400 if request.param == "wordlevel" else 700
+    )
 
 
 def _decode(model, processor, sources, protect, settings):
@@ -57,8 +78,12 @@ def _decode(model, processor, sources, protect, settings):
     outputs = []
     for inputs in (plain, batch):
         oracle = CopyTheSource(targets, model.config.eos_token_id)
-        ids = model.generate(**inputs, logits_processor=LogitsProcessorList([oracle]),
-                             max_new_tokens=batch["input_ids"].shape[1] + 8, **settings)  # room for the whole copy
+        ids = model.generate(
+            **inputs,
+            logits_processor=LogitsProcessorList([oracle]),
+            max_new_tokens=batch["input_ids"].shape[1] + 8,
+            **settings,
+        )  # room for the whole copy
         per = ids.shape[0] // len(sources)
         outputs.append(processor.batch_decode(ids[::per], batch))
     return outputs
@@ -140,8 +165,9 @@ def test_a_budget_too_short_for_the_spans_places_whole_spans_never_a_fragment(fa
         oracle = CopyTheSource([target], model.config.eos_token_id)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ids = model.generate(**batch, max_new_tokens=budget, logits_processor=LogitsProcessorList([oracle]),
-                                 **settings)
+            ids = model.generate(
+                **batch, max_new_tokens=budget, logits_processor=LogitsProcessorList([oracle]), **settings
+            )
         for text in processor.batch_decode(ids, batch):
             spans = placeholder_spans(text)
             marks = [i for i, char in enumerate(text) if char in "%{}"]

@@ -9,7 +9,7 @@
   training shrunk through the block's `NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS` line.
 - The README's feature sections (wrap, Trainer, save, protect, copy records, command line): one after another in one
   namespace, as a user pastes them, against the opus-mt stand-in, with the corpus and the training cut small.
-- docs/recipes.md's Trainer example runs in tests/test_trainer.py (which checks the page prints it as is).
+- docs/recipes.md's Trainer example runs, as printed, in tests/test_trainer.py.
 - Every ```python block of these pages is one of the above (`test_every_python_block_is_executed`).
 """
 
@@ -29,14 +29,17 @@ from unittest import mock
 
 import pytest
 import torch
+from testing_docs import README, RECIPES_PAGE, ROOT, doc_section, section_block
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
-RECIPES_PAGE = ROOT / "docs" / "recipes.md"
 # Pages with ```python blocks, all of which some test executes; and the pages that must have none (prose and bash).
 CODE_PAGES = (README, RECIPES_PAGE)
-PROSE_PAGES = (ROOT / "docs" / "usage.md", ROOT / "docs" / "main-job" / "README.md", ROOT / "training" / "README.md",
-               ROOT / "benchmarks" / "README.md", ROOT / "experiments" / "README.md")
+PROSE_PAGES = (
+    ROOT / "docs" / "usage.md",
+    ROOT / "docs" / "main-job" / "README.md",
+    ROOT / "training" / "README.md",
+    ROOT / "benchmarks" / "README.md",
+    ROOT / "experiments" / "README.md",
+)
 
 # The quick start's promises (its `sources` and the comment under them).
 QUICK_START_COPIES = ("Nakamura-Øresund", "Zyxwvut", "Øresund")
@@ -57,13 +60,6 @@ EXPECTED_OOV = {
 BASE_MODEL_TYPE = {"opus-mt": "marian", "t5-small": "t5", "bart-base": "bart", "mbart-50": "mbart"}
 
 
-def doc_section(page: Path, title: str) -> str:
-    """The text of the `## <title>...` section of a Markdown page (up to the next `## ` heading)."""
-    text = page.read_text(encoding="utf-8")
-    assert f"\n## {title}" in text, f"{page.relative_to(ROOT)} has no '## {title}' section"
-    return text.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
-
-
 def readme_section(title: str) -> str:
     return doc_section(README, title)
 
@@ -72,21 +68,16 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
-def section_block(page: Path, title: str, language: str = "python") -> str:
-    """The one ```<language> block of a page's `## <title>` section."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", doc_section(page, title), re.S)
-    assert len(blocks) == 1, f"{page.relative_to(ROOT)} '## {title}': {len(blocks)} {language} blocks, not one"
-    return blocks[0]
-
-
 def recipe_block(marker: str) -> str:
     """The ```python block of docs/recipes.md's 'Pretrained checkpoints' section whose first line is
     `# recipe: <marker>`."""
-    blocks = re.findall(r"```python\n(# recipe: (\S+)\n.*?)```", doc_section(RECIPES_PAGE, "Pretrained checkpoints"),
-                        re.S)
+    blocks = re.findall(
+        r"```python\n(# recipe: (\S+)\n.*?)```", doc_section(RECIPES_PAGE, "Pretrained checkpoints"), re.S
+    )
     found = [code for code, name in blocks if name == marker]
-    assert len(found) == 1, (f"expected one '# recipe: {marker}' block, found {len(found)} "
-                             f"(markers: {[n for _, n in blocks]})")
+    assert len(found) == 1, (
+        f"expected one '# recipe: {marker}' block, found {len(found)} (markers: {[n for _, n in blocks]})"
+    )
     return found[0]
 
 
@@ -97,9 +88,15 @@ def recipe_block(marker: str) -> str:
 
 def _outside_env(tmp_path: Path) -> dict[str, str]:
     """A user's shell: no PYTHONPATH (only the installed package), offline, its own HOME and temp folder."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": "", "HOME": str(tmp_path / "home"),
-           "TMPDIR": str(tmp_path / "tmp"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": "",
+        "HOME": str(tmp_path / "home"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     for name in ("home", "tmp", "cwd"):
         (tmp_path / name).mkdir()
     return env
@@ -111,43 +108,55 @@ def test_quick_start_runs_outside_the_repository(tmp_path):
 
     # It imports the library only: training/ is run from the repository and is not installed.
     tree = ast.parse(code)
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
     assert "training" not in imported, (
         "the quick start imports the repository's training/, which is not installed: load the corpus with "
-        "hf_pgen.corpus.load_en_de_messages and train the tokenizer with hf_pgen.tokenizer_training")
+        "hf_pgen.corpus.load_en_de_messages and train the tokenizer with hf_pgen.tokenizer_training"
+    )
 
     # Where the library comes from when the quick start runs: the installed (editable) package of THIS checkout,
     # corpus files included; and no top-level `training` package comes with it.
     probe = subprocess.run(
-        [sys.executable, "-c", "import hf_pgen.corpus; print(hf_pgen.__file__); print(hf_pgen.corpus.CORPUS_DIR); "
-                               "import importlib.util; print(importlib.util.find_spec('training'))"],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            "import hf_pgen.corpus; print(hf_pgen.__file__); print(hf_pgen.corpus.CORPUS_DIR); "
+            "import importlib.util; print(importlib.util.find_spec('training'))",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert probe.returncode == 0, probe.stderr[-3000:]
     hf_pgen_file, corpus_dir, training_spec = probe.stdout.split("\n")[:3]
     assert Path(hf_pgen_file).resolve().is_relative_to(ROOT), (
-        f"the installed hf_pgen is not this checkout's ({hf_pgen_file}): reinstall with pip install -e '.[dev]'")
+        f"the installed hf_pgen is not this checkout's ({hf_pgen_file}): reinstall with pip install -e '.[dev]'"
+    )
     assert (Path(corpus_dir) / "train.jsonl.gz").is_file(), corpus_dir
     assert training_spec == "None", (
         f"a top-level `training` package is installed ({training_spec}): the editable install predates the packaging "
-        "that leaves training/ out. Reinstall: .venv/bin/pip install -e '.[dev]'")
+        "that leaves training/ out. Reinstall: .venv/bin/pip install -e '.[dev]'"
+    )
 
     # No trust_remote_code: hf_pgen is imported, so pipeline() serves the folder with the installed class.
     calls = [line for line in code.splitlines() if "pipeline(" in line and not line.lstrip().startswith("#")]
     assert calls and not any("trust_remote_code" in line.split("#")[0] for line in calls), calls
 
-    result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout
     lines = output.splitlines()
 
     sources = ast.literal_eval(re.search(r"^sources = (\[.*?\])$", code, re.S | re.M).group(1))
     # The pipeline's translations (the last lines): every source verbatim, i.e. copied words, placeholders intact...
-    assert lines[-len(sources):] == sources, output
+    assert lines[-len(sources) :] == sources, output
     for text in (*QUICK_START_COPIES, *PLACEHOLDERS):
         assert text in output, (text, output)
     assert "%( name ) s" not in output  # the old tokenizer's decoding (no decoder)
@@ -270,14 +279,22 @@ def test_recipe_runs_against_a_stand_in(name, stand_in, tmp_path, monkeypatch, c
 # ---------------------------------------------------------------------------------------------------------------------
 
 # The sections whose python blocks continue one another (a user pasting them in order), and the command line after.
-WALKTHROUGH = ("Wrap a pretrained model", "Fine-tune with the Trainer", "Save, share, serve",
-               "Guaranteed copies: `protect=`", "Glossaries: `glossary=`", "See what was copied")
+WALKTHROUGH = (
+    "Wrap a pretrained model",
+    "Fine-tune with the Trainer",
+    "Save, share, serve",
+    "Guaranteed copies: `protect=`",
+    "Glossaries: `glossary=`",
+    "See what was copied",
+)
 CLI_SECTION = "Command line"
 WALKTHROUGH_HUB_ID = "Helsinki-NLP/opus-mt-en-de"
 SAVED = "opus-mt-en-de-pg"  # the folder the save block writes and the command line reads
 # The Trainer block at test size (each must occur: a changed block must not train 500 steps here unnoticed).
-TRAINER_AT_TEST_SIZE = {"max_steps=500": "max_steps=4", 'data["validation"].select(range(200))':
-                        'data["validation"].select(range(8))'}
+TRAINER_AT_TEST_SIZE = {
+    "max_steps=500": "max_steps=4",
+    'data["validation"].select(range(200))': 'data["validation"].select(range(8))',
+}
 PLACEHOLDER_TEXT = "Delete %(count)d files from {folder}?"
 
 
@@ -321,8 +338,11 @@ def walkthrough(stand_in, tmp_path_factory):
                     batch = namespace["batch"]
                     right_after_wrapping["oov_words"] = batch["oov_words"]
                     right_after_wrapping["model"] = namespace["ids"].tolist()
-                    right_after_wrapping["base"] = namespace["base"].generate(
-                        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=4).tolist()
+                    right_after_wrapping["base"] = (
+                        namespace["base"]
+                        .generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=4)
+                        .tolist()
+                    )
     finally:
         torch.set_num_threads(threads)
     return namespace, outputs, cwd, right_after_wrapping
@@ -438,8 +458,12 @@ def executed_blocks() -> list[tuple[str, str]]:
     blocks += [(f"README.md: {title}", section_block(README, title)) for title in WALKTHROUGH]
     blocks.append((f"README.md: {CLI_SECTION} (bash)", section_block(README, CLI_SECTION, "bash")))
     blocks += [(f"docs/recipes.md: recipe {name}", recipe_block(name)) for name in ("fine-tune", *RECIPES)]
-    blocks.append(("docs/recipes.md: Fine-tune with the Trainer (tests/test_trainer.py)",
-                   section_block(RECIPES_PAGE, "Fine-tune with the Trainer")))
+    blocks.append(
+        (
+            "docs/recipes.md: Fine-tune with the Trainer (tests/test_trainer.py)",
+            section_block(RECIPES_PAGE, "Fine-tune with the Trainer"),
+        )
+    )
     return blocks
 
 
@@ -450,5 +474,6 @@ def test_every_python_block_is_executed():
         assert not missed, f"{page.relative_to(ROOT)} has python blocks no test executes: {missed}"
     for page in PROSE_PAGES:
         assert not python_blocks(page.read_text(encoding="utf-8")), (
-            f"{page.relative_to(ROOT)} has a python block: execute it here (CODE_PAGES) or move it to a tested page")
+            f"{page.relative_to(ROOT)} has a python block: execute it here (CODE_PAGES) or move it to a tested page"
+        )
     assert len(executed_blocks()) == len(executed) == 14, [where for where, _ in executed_blocks()]

@@ -137,7 +137,7 @@ def test_mix_into_log_probs_matches_loop(shape, switch):
         ours = mix_into_log_probs(log_p_vocab.clone(), attention, extended, switch_logit)
     assert_matches_reference(ours, ref)
     lacking = lacking_slots(extended, shape[3], num_slots).unsqueeze(1).expand(-1, shape[1], -1)  # (B, T, N)
-    assert torch.isneginf(ours[..., shape[3]:][lacking]).all()
+    assert torch.isneginf(ours[..., shape[3] :][lacking]).all()
     # The grouping of repeated words passed in, and the out-of-place path a backward pass takes, agree.
     grouped = mix_into_log_probs(log_p_vocab.clone(), attention, extended, switch_logit, first_occurrence(extended))
     torch.testing.assert_close(grouped, ours, atol=0, rtol=0)
@@ -179,9 +179,9 @@ def test_mix_vocab_logits_paths_agree(shape, switch):
     torch.testing.assert_close(mix_vocab_logits(leaf, extended, copy_side, num_slots).detach(), fresh)
     ref = reference_full(*as_float64(vocab_logits, attention, extended, switch_logit), num_slots)
     assert_matches_reference(fresh, ref)
-    assert_matches_reference(from_half, reference_full(
-        *as_float64(half.float(), attention, extended, switch_logit), num_slots
-    ))
+    assert_matches_reference(
+        from_half, reference_full(*as_float64(half.float(), attention, extended, switch_logit), num_slots)
+    )
 
 
 @pytest.mark.parametrize("shape, switch", CASES)
@@ -221,13 +221,23 @@ def test_forward_logits_are_the_reference_mixture_of_its_own_pointer(case_model)
     hook = model.base.register_forward_hook(lambda module, args, output: base_logits.append(output.logits))
     try:
         with torch.no_grad():
-            out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended,
-                        decoder_input_ids=decoder_input_ids, output_pointer=True)
+            out = model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                extended_input_ids=extended,
+                decoder_input_ids=decoder_input_ids,
+                output_pointer=True,
+            )
     finally:
         hook.remove()
     (vocab_logits,) = base_logits
     p_gen = out.p_gen.double()
-    ref = reference_full(vocab_logits.double(), out.pointer_attentions.double(), extended,
-                         p_gen.log() - (-p_gen).log1p(), num_oov_slots(extended, VOCAB))
+    ref = reference_full(
+        vocab_logits.double(),
+        out.pointer_attentions.double(),
+        extended,
+        p_gen.log() - (-p_gen).log1p(),
+        num_oov_slots(extended, VOCAB),
+    )
     assert out.logits.shape == ref.shape
     assert_matches_reference(out.logits, ref)

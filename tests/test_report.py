@@ -130,8 +130,10 @@ def test_vectorised_scores_match_sacrebleu_on_resamples(corpus):
     samples.append(np.array([3, 3, 3]))  # an empty output, thrice: no n-gram at all
     for indices in samples:
         picked_hyps, picked_refs = [hypotheses[i] for i in indices], [[references[i] for i in indices]]
-        expected = {"bleu": sacrebleu.corpus_bleu(picked_hyps, picked_refs).score,
-                    "chrf": sacrebleu.corpus_chrf(picked_hyps, picked_refs).score}
+        expected = {
+            "bleu": sacrebleu.corpus_bleu(picked_hyps, picked_refs).score,
+            "chrf": sacrebleu.corpus_chrf(picked_hyps, picked_refs).score,
+        }
         weights = np.bincount(indices, minlength=len(references)).astype(np.float64)[None]  # (1, n)
         for key, metric in scorers.items():
             ours = report._SCORERS[key](metric, weights @ statistics[key])[0]
@@ -157,8 +159,9 @@ def test_bad_inputs_are_explained(corpus):
     with pytest.raises(ValueError, match="baseline 'copy' is not one of the systems"):
         significance(references, {"copy-source": sources}, baseline="copy")
     with pytest.raises(TypeError, match=r"model\[2\] is NoneType, not str"):
-        significance(references, {"copy-source": sources, "model": sources[:2] + [None] + sources[3:]},
-                     baseline="copy-source")
+        significance(
+            references, {"copy-source": sources, "model": sources[:2] + [None] + sources[3:]}, baseline="copy-source"
+        )
 
 
 # -- markdown ---------------------------------------------------------------------------------------------------------
@@ -169,33 +172,74 @@ def comparison(sig):
     """comparison.json as training/main.py writes it (scores from `sig`; the other metrics made up)."""
 
     def system(name, label, trained, protect, log_history=None, **metrics):
-        scores = {key: sig["systems"][name][key]["score"] for key in ("bleu", "chrf")} if name in sig["systems"] \
+        scores = (
+            {key: sig["systems"][name][key]["score"] for key in ("bleu", "chrf")}
+            if name in sig["systems"]
             else {"bleu": 30.0, "chrf": 40.0}
-        return {"name": name, "label": label, "trained": trained, "protect": protect,
-                "metrics": {**scores, **metrics}, "log_history": log_history}
+        )
+        return {
+            "name": name,
+            "label": label,
+            "trained": trained,
+            "protect": protect,
+            "metrics": {**scores, **metrics},
+            "log_history": log_history,
+        }
 
     history = [{"step": step, "loss": 6.0 / (1 + step / 500), "learning_rate": 1e-3} for step in range(100, 2001, 100)]
     history += [{"step": step, "eval_loss": 6.5 / (1 + step / 500)} for step in (500, 1000, 1500, 2000)]
     history.append({"step": 2000, "train_loss": 3.1, "train_runtime": 400.0})
     return {
-        "date": "2026-12-01", "machine": "2 CPU cores",
-        "sacrebleu_signature": sig["signatures"]["bleu"], "chrf_signature": sig["signatures"]["chrf"],
+        "date": "2026-12-01",
+        "machine": "2 CPU cores",
+        "sacrebleu_signature": sig["signatures"]["bleu"],
+        "chrf_signature": sig["signatures"]["chrf"],
         "systems": [
-            system("copy-source", "copy the source verbatim", False, False, placeholders_kept=1.0,
-                   placeholders_invented=0.0, unseen_term_copy=1.0, mean_p_gen=None, train_tokens_per_second=None,
-                   wall_s=0.1),
+            system(
+                "copy-source",
+                "copy the source verbatim",
+                False,
+                False,
+                placeholders_kept=1.0,
+                placeholders_invented=0.0,
+                unseen_term_copy=1.0,
+                mean_p_gen=None,
+                train_tokens_per_second=None,
+                wall_s=0.1,
+            ),
             system("copy-again", "copy | again", False, False, placeholders_kept=float("nan")),  # most keys missing
-            system("mixed", "pointer-generator, word-level vocabulary", True, False, history,
-                   placeholders_kept=0.9312, placeholders_invented=0.004, unseen_term_copy=0.71, mean_p_gen=0.6234,
-                   train_tokens_per_second=2789.3, wall_s=754.0),
-            system("mixed+protect", "pointer-generator, protected placeholders", False, True,
-                   placeholders_kept=1.0, placeholders_invented=0.0, unseen_term_copy=0.7, mean_p_gen=0.61,
-                   train_tokens_per_second=None, wall_s=31.0),
+            system(
+                "mixed",
+                "pointer-generator, word-level vocabulary",
+                True,
+                False,
+                history,
+                placeholders_kept=0.9312,
+                placeholders_invented=0.004,
+                unseen_term_copy=0.71,
+                mean_p_gen=0.6234,
+                train_tokens_per_second=2789.3,
+                wall_s=754.0,
+            ),
+            system(
+                "mixed+protect",
+                "pointer-generator, protected placeholders",
+                False,
+                True,
+                placeholders_kept=1.0,
+                placeholders_invented=0.0,
+                unseen_term_copy=0.7,
+                mean_p_gen=0.61,
+                train_tokens_per_second=None,
+                wall_s=31.0,
+            ),
             system("oracle", "the references", False, False),
         ],
         "significance": sig,
-        "goals": [{"goal": "best pointer-generator beats copy-source on BLEU", "met": True, "detail": "p = 0.001"},
-                  {"goal": "placeholders kept in >= 90% without protection", "met": False, "detail": "85.0%"}],
+        "goals": [
+            {"goal": "best pointer-generator beats copy-source on BLEU", "met": True, "detail": "p = 0.001"},
+            {"goal": "placeholders kept in >= 90% without protection", "met": False, "detail": "85.0%"},
+        ],
     }
 
 
@@ -214,8 +258,19 @@ def test_markdown_table_parses_and_marks_significance(comparison):
     table = markdown_table(comparison)
     rows = _rows(table)
     header, separator, body = rows[0], rows[1], rows[2:]
-    assert header == ["system", "sacreBLEU", "chrF", "placeholders kept", "placeholders invented",
-                      "unseen-term copy", "unseen kept where the reference keeps it", "term success rate", "mean p_gen", "training tokens/s", "wall time"]
+    assert header == [
+        "system",
+        "sacreBLEU",
+        "chrF",
+        "placeholders kept",
+        "placeholders invented",
+        "unseen-term copy",
+        "unseen kept where the reference keeps it",
+        "term success rate",
+        "mean p_gen",
+        "training tokens/s",
+        "wall time",
+    ]
     assert all(len(row) == len(header) for row in rows) and set(separator) <= {"---", "---:"}
     cells = {row[0]: dict(zip(header, row)) for row in body}
     assert list(cells) == [s["label"] for s in comparison["systems"]]
@@ -226,7 +281,10 @@ def test_markdown_table_parses_and_marks_significance(comparison):
     assert pgen["chrF"].endswith("†") and cells["the references"]["sacreBLEU"].endswith("†")
     assert "†" not in cells["copy | again"]["sacreBLEU"] + cells["copy the source verbatim"]["sacreBLEU"]
     assert (pgen["placeholders kept"], pgen["placeholders invented"], pgen["unseen-term copy"]) == (
-        "93.1%", "0.4%", "71.0%")
+        "93.1%",
+        "0.4%",
+        "71.0%",
+    )
     assert (pgen["mean p_gen"], pgen["training tokens/s"], pgen["wall time"]) == ("0.62", "2,789", "12 min 34 s")
     # None, NaN and absent metrics are n/a
     assert cells["copy the source verbatim"]["mean p_gen"] == "n/a"
@@ -259,7 +317,8 @@ def test_markdown_table_against_a_second_system_and_without_significance(compari
 def test_goals_table(comparison):
     text = goals_table(comparison)
     assert text.splitlines() == [
-        "**1 of 2 goals met.**", "",
+        "**1 of 2 goals met.**",
+        "",
         "- **met**: best pointer-generator beats copy-source on BLEU (p = 0.001)",
         "- **missed**: placeholders kept in >= 90% without protection (85.0%)",
     ]

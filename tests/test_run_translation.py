@@ -32,10 +32,27 @@ ROOT = Path(__file__).resolve().parent.parent
 def predict_args(model_dir, output_dir, *extra):
     """Predict-only with a model the `runs` fixture trained (64 positions)."""
     return [
-        "--model_name_or_path", str(model_dir), "--do_predict", "--predict_with_generate",
-        "--max_predict_samples", "8", "--max_source_length", "24", "--max_target_length", "12",
-        "--per_device_eval_batch_size", "8", "--report_to", "none", "--disable_tqdm", "true",
-        "--dataloader_pin_memory", "false", "--output_dir", str(output_dir), *extra,
+        "--model_name_or_path",
+        str(model_dir),
+        "--do_predict",
+        "--predict_with_generate",
+        "--max_predict_samples",
+        "8",
+        "--max_source_length",
+        "24",
+        "--max_target_length",
+        "12",
+        "--per_device_eval_batch_size",
+        "8",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+        "--dataloader_pin_memory",
+        "false",
+        "--output_dir",
+        str(output_dir),
+        *extra,
     ]
 
 
@@ -43,12 +60,16 @@ def run_module(args, env=None, timeout=300):
     """`python -m training.run_translation ARGS` from the repository root, as a user runs it."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
     env.pop("PYTHONPATH", None)  # run as a module: the repository root (cwd) is on the path, nothing else needed
-    done = subprocess.run([sys.executable, "-m", "training.run_translation", *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "training.run_translation", *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
-
-
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +87,20 @@ def test_end_to_end_outputs(runs, name):
     folder, results = runs[name]
     written = json.loads((folder / "all_results.json").read_text())
     expected = {
-        "train_loss", "train_runtime", "train_samples", "train_tokens_per_second", "train_truncated_sources",
-        "eval_loss", "eval_bleu", "eval_chrf", "eval_samples",
-        "predict_bleu", "predict_chrf", "predict_placeholder_preservation", "predict_samples", "predict_gen_len",
+        "train_loss",
+        "train_runtime",
+        "train_samples",
+        "train_tokens_per_second",
+        "train_truncated_sources",
+        "eval_loss",
+        "eval_bleu",
+        "eval_chrf",
+        "eval_samples",
+        "predict_bleu",
+        "predict_chrf",
+        "predict_placeholder_preservation",
+        "predict_samples",
+        "predict_gen_len",
     }
     assert expected <= set(written), expected - set(written)
     assert written["train_samples"] == 200 and written["predict_samples"] == PREDICT_SAMPLES
@@ -92,8 +124,10 @@ def test_end_to_end_outputs(runs, name):
     assert stats["train"]["used"] == 200 and stats["test"]["used"] == PREDICT_SAMPLES
 
 
-@pytest.mark.parametrize("name, class_name", [("copy", "PointerGeneratorForConditionalGeneration"),
-                                              ("baseline", "BartForConditionalGeneration")])
+@pytest.mark.parametrize(
+    "name, class_name",
+    [("copy", "PointerGeneratorForConditionalGeneration"), ("baseline", "BartForConditionalGeneration")],
+)
 def test_model_folder_reloads_and_translates(runs, name, class_name):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -105,8 +139,9 @@ def test_model_folder_reloads_and_translates(runs, name, class_name):
         assert model.config.selective_read and model.config.copy_next
     assert model.config.vocab_size == len(tokenizer) <= 600  # min_frequency 2 on 200 pairs: fewer words
     assert model.generation_config.max_length == 12
-    encoded = hf_pgen.encode_with_oovs(tokenizer, ["Delete Nakamura now"], vocab_size=model.config.vocab_size,
-                                       return_tensors="pt")
+    encoded = hf_pgen.encode_with_oovs(
+        tokenizer, ["Delete Nakamura now"], vocab_size=model.config.vocab_size, return_tensors="pt"
+    )
     inputs = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
     if name == "copy":
         inputs["extended_input_ids"] = encoded["extended_input_ids"]
@@ -147,7 +182,6 @@ def test_card_snippets_run_without_hf_pgen(runs):
     pipeline Transformers 5 removed (it has no pipeline code of its own), the copy model's through its folder's."""
     import re
 
-
     code = []
     for name in ("baseline", "copy"):
         card = (runs[name][0] / "README.md").read_text(encoding="utf-8")
@@ -171,8 +205,9 @@ def test_predict_with_protect_and_copy_records(runs, tmp_path):
 
     model_dir, _ = runs["copy"]
     out = tmp_path / "protected"
-    results = run_translation.main(predict_args(model_dir, out, "--protect", "placeholders", "--copy_records", "3",
-                                                "--max_target_length", "24"))
+    results = run_translation.main(
+        predict_args(model_dir, out, "--protect", "placeholders", "--copy_records", "3", "--max_target_length", "24")
+    )
     sources = [pair["en"] for pair in load_en_de_messages("test")["translation"][:8]]
     predictions = (out / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
     assert results["predict_placeholder_preservation"] == 1.0
@@ -182,11 +217,17 @@ def test_predict_with_protect_and_copy_records(runs, tmp_path):
     assert all("".join(t["text"] for t in r["tokens"]) == r["translation_text"] for r in records)
     assert "pg-out" in (out / "copies.html").read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="needs --do_predict"):
-        run_translation.main(predict_args(runs["baseline"][0], tmp_path / "b", "--no_copy_mechanism",
-                                          "--copy_records", "2"))
+        run_translation.main(
+            predict_args(runs["baseline"][0], tmp_path / "b", "--no_copy_mechanism", "--copy_records", "2")
+        )
     with pytest.raises(ValueError, match="add --predict_with_generate"):
-        run_translation.main([a for a in predict_args(model_dir, tmp_path / "c", "--protect", "placeholders")
-                              if a != "--predict_with_generate"])
+        run_translation.main(
+            [
+                a
+                for a in predict_args(model_dir, tmp_path / "c", "--protect", "placeholders")
+                if a != "--predict_with_generate"
+            ]
+        )
 
 
 @pytest.mark.parametrize("name", ["copy", "baseline"])
@@ -229,20 +270,25 @@ def test_no_repeat_ngram_size_is_used_and_saved_for_later_runs(runs, tmp_path):
 
     # A model trained with the flag keeps it.
     model_args, copy_args, data_args, _ = run_translation.parse_args(
-        predict_args(model_dir, tmp_path / "x", "--no_repeat_ngram_size", "2"))
+        predict_args(model_dir, tmp_path / "x", "--no_repeat_ngram_size", "2")
+    )
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = run_translation.build_model(model_args, data_args, tokenizer, False, run_translation.copy_settings(copy_args))
+    model = run_translation.build_model(
+        model_args, data_args, tokenizer, False, run_translation.copy_settings(copy_args)
+    )
     assert model.generation_config.no_repeat_ngram_size == 2
     model.save_pretrained(tmp_path / "saved")
     tokenizer.save_pretrained(tmp_path / "saved")
     assert GenerationConfig.from_pretrained(tmp_path / "saved").no_repeat_ngram_size == 2
     model_args, copy_args, data_args, _ = run_translation.parse_args(predict_args(tmp_path / "saved", tmp_path / "y"))
-    reloaded = run_translation.build_model(model_args, data_args, tokenizer, False,
-                                           run_translation.copy_settings(copy_args))
+    reloaded = run_translation.build_model(
+        model_args, data_args, tokenizer, False, run_translation.copy_settings(copy_args)
+    )
     assert reloaded.generation_config.no_repeat_ngram_size == 2
     run_translation.main(predict_args(tmp_path / "saved", tmp_path / "again"))
-    assert (tmp_path / "again" / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:-1] == \
-        predictions
+    assert (tmp_path / "again" / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[
+        :-1
+    ] == predictions
 
 
 def test_the_top_level_model_card_is_a_card_of_todays_template(runs):
@@ -344,13 +390,19 @@ def test_nothing_to_do(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--max_source_length", "1024"], r"`--max_source_length` is set to 1024, but the model only has 64 position"),
-    # The default --max_target_length 128 becomes the generation length of a 64-position model.
-    (["--max_target_length", "128"], r"`--val_max_target_length` is 128 .*only has 64 position encodings. Pass "
-                                     r"`--val_max_target_length 64`"),
-    (["--generation_max_length", "100"], r"`--generation_max_length` is 100"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--max_source_length", "1024"], r"`--max_source_length` is set to 1024, but the model only has 64 position"),
+        # The default --max_target_length 128 becomes the generation length of a 64-position model.
+        (
+            ["--max_target_length", "128"],
+            r"`--val_max_target_length` is 128 .*only has 64 position encodings. Pass "
+            r"`--val_max_target_length 64`",
+        ),
+        (["--generation_max_length", "100"], r"`--generation_max_length` is 100"),
+    ],
+)
 def test_lengths_beyond_the_positions_are_refused_before_any_work(runs, tmp_path, extra, message):
     model_dir, _ = runs["copy"]
     with pytest.raises(ValueError, match=message):
@@ -364,15 +416,27 @@ def test_label_smoothing_and_a_tokenizer_without_oov_words(tmp_path, caplog):
     from transformers import AutoConfig
 
     caplog.set_level(logging.WARNING, logger="training.run_translation")
-    results = run_translation.main(tiny_args(tmp_path / "ls", "--label_smoothing_factor", "0.1", "--tokenizer_type",
-                                             "bpe", "--do_predict", "false", steps=4, save_steps=4))
+    results = run_translation.main(
+        tiny_args(
+            tmp_path / "ls",
+            "--label_smoothing_factor",
+            "0.1",
+            "--tokenizer_type",
+            "bpe",
+            "--do_predict",
+            "false",
+            steps=4,
+            save_steps=4,
+        )
+    )
     assert torch.isfinite(torch.tensor([results["train_loss"], results["eval_loss"]])).all()
     assert results["settings"]["label_smoothing_factor"] == 0.1
     # The script's copy-next default follows the tokenizer: off for subwords (the word-level run has it on).
     config = AutoConfig.from_pretrained(tmp_path / "ls")
     assert config.selective_read and not config.copy_next
-    assert any("No source word of the train data is out of the tokenizer's vocabulary" in r.message
-               for r in caplog.records)
+    assert any(
+        "No source word of the train data is out of the tokenizer's vocabulary" in r.message for r in caplog.records
+    )
 
 
 def test_copy_settings_are_the_config_fields():
@@ -383,20 +447,43 @@ def test_copy_settings_are_the_config_fields():
     own = set(PointerGeneratorConfig.__annotations__) - run_translation._NOT_COPY_SETTINGS
     assert flags == own | {"copy_mechanism"}
     assert not hasattr(run_translation, "POINTER_CHOICES")
-    _, copy_args, _, _ = run_translation.parse_args(tiny_args("out") + [
-        "--pointer", "cross_attention", "--pointer_layer", "0", "--pointer_heads", "0", "1", "--coverage",
-        "--coverage_weight", "0.5", "--force_p_gen", "0.25"])
-    model = PointerGeneratorForConditionalGeneration.from_base(tiny_base("bart"),
-                                                               **run_translation.copy_settings(copy_args))
+    _, copy_args, _, _ = run_translation.parse_args(
+        tiny_args("out")
+        + [
+            "--pointer",
+            "cross_attention",
+            "--pointer_layer",
+            "0",
+            "--pointer_heads",
+            "0",
+            "1",
+            "--coverage",
+            "--coverage_weight",
+            "0.5",
+            "--force_p_gen",
+            "0.25",
+        ]
+    )
+    model = PointerGeneratorForConditionalGeneration.from_base(
+        tiny_base("bart"), **run_translation.copy_settings(copy_args)
+    )
     config = model.config
-    assert (config.pointer, config.pointer_layer, config.pointer_heads, config.coverage, config.coverage_weight,
-            config.force_p_gen, config.p_gen_bias_init) == ("cross_attention", 0, [0, 1], True, 0.5, 0.25, 10.0)
+    assert (
+        config.pointer,
+        config.pointer_layer,
+        config.pointer_heads,
+        config.coverage,
+        config.coverage_weight,
+        config.force_p_gen,
+        config.p_gen_bias_init,
+    ) == ("cross_attention", 0, [0, 1], True, 0.5, 0.25, 10.0)
     assert config.selective_read  # on by default in the script, off in the config
     assert not PointerGeneratorConfig(base_config=tiny_base("bart").config).selective_read
     # copy-next left unset is decided from the tokenizer by build_model (word-level: on, subwords: off).
     assert "copy_next" not in run_translation.copy_settings(copy_args)
-    _, copy_args, _, _ = run_translation.parse_args(tiny_args("out") + ["--selective_read", "false", "--copy_next",
-                                                                        "false"])
+    _, copy_args, _, _ = run_translation.parse_args(
+        tiny_args("out") + ["--selective_read", "false", "--copy_next", "false"]
+    )
     assert not any(run_translation.copy_settings(copy_args)[k] for k in ("selective_read", "copy_next"))
     _, copy_args, _, _ = run_translation.parse_args(tiny_args("out") + ["--copy_next"])  # bare: true
     assert run_translation.copy_settings(copy_args)["copy_next"] is True
@@ -419,9 +506,11 @@ def _mbart_tokenizer(cls_name="MBartTokenizer"):
     raw = Tokenizer(models.Unigram())
     raw.pre_tokenizer = pre_tokenizers.Metaspace()
     specials = ["<s>", "<pad>", "</s>", "<unk>"]
-    raw.train_from_iterator(corpus_texts("train", limit=500),
-                            trainers.UnigramTrainer(vocab_size=300, special_tokens=specials, unk_token="<unk>"))
-    pieces = [tuple(p) for p in json.loads(raw.to_str())["model"]["vocab"]][len(specials):]
+    raw.train_from_iterator(
+        corpus_texts("train", limit=500),
+        trainers.UnigramTrainer(vocab_size=300, special_tokens=specials, unk_token="<unk>"),
+    )
+    pieces = [tuple(p) for p in json.loads(raw.to_str())["model"]["vocab"]][len(specials) :]
     codes = FAIRSEQ_LANGUAGE_CODES if cls_name == "MBartTokenizer" else ["en_XX", "de_DE"]
     vocab = [(s, 0.0) for s in specials] + pieces + [(c, 0.0) for c in codes] + [("<mask>", 0.0)]
     return getattr(transformers, cls_name)(vocab=vocab)
@@ -473,16 +562,21 @@ def test_parquet_files_and_local_datasets(tmp_path):
 
     table = datasets.Dataset.from_list([{"translation": p} for p in PAIRS])
     table.to_parquet(str(tmp_path / "train.parquet"))
-    splits, stats, origin = load_translation_splits("en", "de", ["train"], train_file=str(tmp_path / "train.parquet"),
-                                                    cache_dir=str(tmp_path / "cache"))
-    assert origin == "files" and stats["train"]["pairs"] == 12 and splits["train"][3] == {
-        "source": "Delete file number 3", "target": "Datei Nummer 3 löschen"}
+    splits, stats, origin = load_translation_splits(
+        "en", "de", ["train"], train_file=str(tmp_path / "train.parquet"), cache_dir=str(tmp_path / "cache")
+    )
+    assert (
+        origin == "files"
+        and stats["train"]["pairs"] == 12
+        and splits["train"][3] == {"source": "Delete file number 3", "target": "Datei Nummer 3 löschen"}
+    )
 
     # A DatasetDict saved with save_to_disk, with one column per language, and an empty text to drop.
     saved = tmp_path / "saved"
     rows = PAIRS + [{"en": "Empty", "de": " "}]
-    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows), "test": datasets.Dataset.from_list(PAIRS[:2])}
-                         ).save_to_disk(str(saved))
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(rows), "test": datasets.Dataset.from_list(PAIRS[:2])}
+    ).save_to_disk(str(saved))
     splits, stats, origin = load_translation_splits("en", "de", ["train", "test"], dataset_name=str(saved))
     assert origin == str(saved) and len(splits["train"]) == 12 and len(splits["test"]) == 2
     assert stats["train"]["skipped_empty_text"] == 1
@@ -491,8 +585,9 @@ def test_parquet_files_and_local_datasets(tmp_path):
     folder = tmp_path / "folder"
     folder.mkdir()
     _jsonl(folder / "train.jsonl", [{"translation": p} for p in PAIRS])
-    splits, _, _ = load_translation_splits("en", "de", ["train"], dataset_name=str(folder),
-                                           cache_dir=str(tmp_path / "cache"))
+    splits, _, _ = load_translation_splits(
+        "en", "de", ["train"], dataset_name=str(folder), cache_dir=str(tmp_path / "cache")
+    )
     assert splits["train"]["target"][:2] == ["Datei Nummer 0 löschen", "Datei Nummer 1 löschen"]
 
     with pytest.raises(DataError, match=r"no 'fr' key in 'translation'; keys found: \['de', 'en'\]"):
@@ -507,8 +602,9 @@ def test_parquet_through_the_script_and_a_cached_tokenization(runs, tmp_path):
     datasets.Dataset.from_list(PAIRS).to_parquet(str(tmp_path / "test.parquet"))
     model_dir, _ = runs["copy"]
     cache = tmp_path / "cache"
-    args = predict_args(model_dir, tmp_path / "out", "--test_file", str(tmp_path / "test.parquet"), "--cache_dir",
-                        str(cache))
+    args = predict_args(
+        model_dir, tmp_path / "out", "--test_file", str(tmp_path / "test.parquet"), "--cache_dir", str(cache)
+    )
 
     def tokenized():
         return {p: p.stat().st_mtime_ns for p in cache.rglob("cache-*.arrow")}
@@ -524,8 +620,10 @@ def test_parquet_through_the_script_and_a_cached_tokenization(runs, tmp_path):
 
 
 def test_missing_language_key_names_it_and_the_keys_found(tmp_path):
-    path = _jsonl(tmp_path / "train.jsonl", [{"translation": {"en": "Open", "de": "Öffnen"}},
-                                             {"translation": {"en": "Close", "fr": "Fermer"}}])
+    path = _jsonl(
+        tmp_path / "train.jsonl",
+        [{"translation": {"en": "Open", "de": "Öffnen"}}, {"translation": {"en": "Close", "fr": "Fermer"}}],
+    )
     with pytest.raises(DataError, match=r"line 2: no 'de' key in 'translation'; keys found.*\['en', 'fr'\]"):
         read_translation_file(path, "en", "de")
     with pytest.raises(DataError, match=r"line 2: no 'de' key in 'translation'"):
@@ -553,27 +651,35 @@ def test_empty_lines_and_empty_texts_are_skipped_and_counted(tmp_path):
     sources, targets, stats = read_translation_file(str(path), "en", "de")
     assert sources == ["Open", "Save"] and targets == ["Öffnen", "Speichern"]
     assert stats["skipped_empty_lines"] == 2 and stats["skipped_empty_text"] == 3 and stats["pairs"] == 2
-    splits, stats, _ = load_translation_splits("en", "de", ["train"], train_file=str(path),
-                                               cache_dir=str(tmp_path / "cache"))
+    splits, stats, _ = load_translation_splits(
+        "en", "de", ["train"], train_file=str(path), cache_dir=str(tmp_path / "cache")
+    )
     assert splits["train"]["source"][:] == ["Open", "Save"] and stats["train"]["skipped_empty_text"] == 3
 
     tsv = tmp_path / "train.tsv.gz"
     tsv.write_bytes(gzip.compress("en\tde\nOpen\tÖffnen\n\t\nClose\t\nNA\tnull\n".encode()))
     sources, targets, stats = read_translation_file(str(tsv), "en", "de")
     assert sources == ["Open", "NA"] and stats["skipped_empty_lines"] == 1 and stats["skipped_empty_text"] == 1
-    splits, _, _ = load_translation_splits("en", "de", ["train"], train_file=str(tsv),
-                                           cache_dir=str(tmp_path / "cache"))
+    splits, _, _ = load_translation_splits(
+        "en", "de", ["train"], train_file=str(tsv), cache_dir=str(tmp_path / "cache")
+    )
     assert splits["train"]["target"][:] == ["Öffnen", "null"]  # "NA" and "null" are text, not missing values
 
 
 def test_undecodable_bytes_name_file_and_line_or_are_skipped(tmp_path):
-    path = _jsonl(tmp_path / "train.jsonl", [{"translation": {"en": "Open", "de": "Öffnen"}}],
-                  [b'{"translation": {"en": "Close", "de": "Schlie\xdfen"}}',  # Latin-1, not UTF-8
-                   b'{"translation": {"en": "Save", "de": "Speichern"}}'])
+    path = _jsonl(
+        tmp_path / "train.jsonl",
+        [{"translation": {"en": "Open", "de": "Öffnen"}}],
+        [
+            b'{"translation": {"en": "Close", "de": "Schlie\xdfen"}}',  # Latin-1, not UTF-8
+            b'{"translation": {"en": "Save", "de": "Speichern"}}',
+        ],
+    )
     with pytest.raises(DataError, match=r"train\.jsonl, line 2: not valid UTF-8.*--skip_bad_lines"):
         load_translation_splits("en", "de", ["train"], train_file=path, cache_dir=str(tmp_path / "cache"))
-    splits, stats, _ = load_translation_splits("en", "de", ["train"], train_file=path, skip_bad_lines=True,
-                                               cache_dir=str(tmp_path / "cache"))
+    splits, stats, _ = load_translation_splits(
+        "en", "de", ["train"], train_file=path, skip_bad_lines=True, cache_dir=str(tmp_path / "cache")
+    )
     assert splits["train"]["source"][:] == ["Open", "Save"] and stats["train"]["skipped_undecodable_lines"] == 1
 
     csv_path = tmp_path / "test.csv"
@@ -585,20 +691,33 @@ def test_undecodable_bytes_name_file_and_line_or_are_skipped(tmp_path):
 
 
 def test_malformed_json_line(tmp_path):
-    path = _jsonl(tmp_path / "train.jsonl", [{"translation": {"en": "Open", "de": "Öffnen"}}],
-                  [b'{"translation": {"en": "Close", "de": "Schlie'])
-    with pytest.raises(DataError, match=r"line 2, column 39: malformed JSON \(Unterminated string starting at\); "
-                                        r"pass --skip_bad_lines") as error:
+    path = _jsonl(
+        tmp_path / "train.jsonl",
+        [{"translation": {"en": "Open", "de": "Öffnen"}}],
+        [b'{"translation": {"en": "Close", "de": "Schlie'],
+    )
+    with pytest.raises(
+        DataError,
+        match=r"line 2, column 39: malformed JSON \(Unterminated string starting at\); "
+        r"pass --skip_bad_lines",
+    ) as error:
         read_translation_file(path, "en", "de")
     assert "at at" not in str(error.value)
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("train.jsonl", b"", r"train\.jsonl: the file is empty"),
-    ("train.csv", b"\n", r"train\.csv: the file is empty"),
-    ("train.jsonl", b'{"translation": {"en": "", "de": "x"}}\n', r"train\.jsonl: the train data holds no usable "
-                                                                 r"pair \(skipped: \{'skipped_empty_text': 1\}\)"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("train.jsonl", b"", r"train\.jsonl: the file is empty"),
+        ("train.csv", b"\n", r"train\.csv: the file is empty"),
+        (
+            "train.jsonl",
+            b'{"translation": {"en": "", "de": "x"}}\n',
+            r"train\.jsonl: the train data holds no usable "
+            r"pair \(skipped: \{'skipped_empty_text': 1\}\)",
+        ),
+    ],
+)
 def test_empty_data_names_the_file(tmp_path, name, content, message):
     path = tmp_path / name
     path.write_bytes(content)
@@ -607,8 +726,11 @@ def test_empty_data_names_the_file(tmp_path, name, content, message):
 
 
 def test_bad_data_stops_the_script_before_training(tmp_path):
-    train = _jsonl(tmp_path / "train.jsonl", [{"translation": {"en": "Open", "de": "Öffnen"}}] * 3
-                   + [{"translation": {"english": "Close", "de": "Schließen"}}])
+    train = _jsonl(
+        tmp_path / "train.jsonl",
+        [{"translation": {"en": "Open", "de": "Öffnen"}}] * 3
+        + [{"translation": {"english": "Close", "de": "Schließen"}}],
+    )
     args = tiny_args(tmp_path / "out", "--train_file", train, "--do_eval", "false", "--do_predict", "false")
     with pytest.raises(DataError, match=r"line 4: no 'en' key"):
         run_translation.main(args)
@@ -616,13 +738,26 @@ def test_bad_data_stops_the_script_before_training(tmp_path):
 
 
 def test_data_files_train_with_skips_and_truncation_counted(tmp_path):
-    records = [{"translation": {"en": f"Open the file number {i} " + "very " * (i % 12), "de": f"Datei {i} öffnen"}}
-               for i in range(40)]
+    records = [
+        {"translation": {"en": f"Open the file number {i} " + "very " * (i % 12), "de": f"Datei {i} öffnen"}}
+        for i in range(40)
+    ]
     train = _jsonl(tmp_path / "train.jsonl", records, [b"", b'{"translation": {"en": "", "de": "x"}}'])
     test = tmp_path / "test.csv"
     test.write_text("en,de\nOpen the file,Datei öffnen\nClose,Schließen\n", encoding="utf-8")
-    args = tiny_args(tmp_path / "out", "--train_file", train, "--test_file", str(test), "--do_eval", "false",
-                     "--max_source_length", "8", steps=2, save_steps=2)
+    args = tiny_args(
+        tmp_path / "out",
+        "--train_file",
+        train,
+        "--test_file",
+        str(test),
+        "--do_eval",
+        "false",
+        "--max_source_length",
+        "8",
+        steps=2,
+        save_steps=2,
+    )
     results = run_translation.main(args)
     assert results["train_skipped_empty_lines"] == 1 and results["train_skipped_empty_text"] == 1
     assert results["train_truncated_sources"] > 0
@@ -635,8 +770,18 @@ def test_tokenizer_copy_placeholders_leaves_them_out_of_the_trained_vocabulary(t
 
     from hf_pgen.placeholders import placeholder_spans
 
-    run_translation.main(tiny_args(tmp_path / "out", "--tokenizer_copy_placeholders", "--do_eval", "false",
-                                   "--do_predict", "false", steps=2, save_steps=2))
+    run_translation.main(
+        tiny_args(
+            tmp_path / "out",
+            "--tokenizer_copy_placeholders",
+            "--do_eval",
+            "false",
+            "--do_predict",
+            "false",
+            steps=2,
+            save_steps=2,
+        )
+    )
     vocabulary = AutoTokenizer.from_pretrained(tmp_path / "out").get_vocab()
     assert not [w for w in vocabulary if placeholder_spans(w) == [(0, len(w))] and w not in ("<s>", "</s>")]
     with pytest.raises(ValueError, match="--tokenizer_copy_placeholders"):
@@ -648,12 +793,31 @@ def test_placeholder_augmentation_adds_renamed_pairs_after_the_tokenizer_learned
 
     from training.augmentation import augment_placeholders
 
-    records = [{"translation": {"en": f"Delete %(count)d files from Server{i}",
-                                "de": f"%(count)d Dateien von Server{i} löschen"}} for i in range(20)]
+    records = [
+        {
+            "translation": {
+                "en": f"Delete %(count)d files from Server{i}",
+                "de": f"%(count)d Dateien von Server{i} löschen",
+            }
+        }
+        for i in range(20)
+    ]
     records += [{"translation": {"en": "Close the window", "de": "Das Fenster schließen"}}] * 20
     train = _jsonl(tmp_path / "train.jsonl", records)
-    args = tiny_args(tmp_path / "out", "--train_file", train, "--do_eval", "false", "--do_predict", "false",
-                     "--placeholder_augmentation", "--data_seed", "7", steps=2, save_steps=2)
+    args = tiny_args(
+        tmp_path / "out",
+        "--train_file",
+        train,
+        "--do_eval",
+        "false",
+        "--do_predict",
+        "false",
+        "--placeholder_augmentation",
+        "--data_seed",
+        "7",
+        steps=2,
+        save_steps=2,
+    )
     results = run_translation.main(args)
     sources = [r["translation"]["en"] for r in records]
     extra, _ = augment_placeholders(sources, [r["translation"]["de"] for r in records], seed=7)
@@ -680,8 +844,18 @@ def test_push_to_hub_uploads_the_rendered_card(tmp_path):
     records = [{"translation": {"en": f"Delete file {i}", "de": f"Datei {i} löschen"}} for i in range(20)]
     train = _jsonl(tmp_path / "train.jsonl", records)
     test = _jsonl(tmp_path / "test.jsonl", records[:3])
-    args = tiny_args(tmp_path / "tiny-pgen", "--train_file", train, "--test_file", test, "--do_eval", "false",
-                     "--push_to_hub", steps=2, save_steps=2)
+    args = tiny_args(
+        tmp_path / "tiny-pgen",
+        "--train_file",
+        train,
+        "--test_file",
+        test,
+        "--do_eval",
+        "false",
+        "--push_to_hub",
+        steps=2,
+        save_steps=2,
+    )
     repo_id = f"{DEFAULT_USER}/tiny-pgen"
     with hub_server(tmp_path / "hub") as base_url:
         run_module(args, env=client_env(base_url, tmp_path / "hf_home"), timeout=240)
@@ -701,8 +875,9 @@ print(json.dumps({{"class": type(model).__name__, "out": out}}))
     assert [sorted(item) for item in downloaded["out"]] == [["translation_text"], ["translation_text"]]
     storage = HubStorage(tmp_path / "hub")
     files = storage.list_files(repo_id)
-    assert {"README.md", "config.json", "model.safetensors", "tokenizer.json",
-            "modeling_pointer_generator.py"} <= set(files)
+    assert {"README.md", "config.json", "model.safetensors", "tokenizer.json", "modeling_pointer_generator.py"} <= set(
+        files
+    )
     assert not any(f.startswith("checkpoint-") for f in files)
     card = storage.read_file(repo_id, "README.md").decode()
     assert card == (tmp_path / "tiny-pgen" / "README.md").read_text(encoding="utf-8")
@@ -717,21 +892,29 @@ def test_oov_copy_limit_is_saved_for_later_runs_and_means_nothing_without_copyin
     model_dir, _ = runs["copy"]
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model_args, copy_args, data_args, _ = run_translation.parse_args(
-        predict_args(model_dir, tmp_path / "x", "--oov_copy_limit"))
-    model = run_translation.build_model(model_args, data_args, tokenizer, False, run_translation.copy_settings(copy_args))
+        predict_args(model_dir, tmp_path / "x", "--oov_copy_limit")
+    )
+    model = run_translation.build_model(
+        model_args, data_args, tokenizer, False, run_translation.copy_settings(copy_args)
+    )
     assert model.generation_config.oov_copy_limit is True
     model.save_pretrained(tmp_path / "saved")
     assert GenerationConfig.from_pretrained(tmp_path / "saved").oov_copy_limit is True
     baseline_dir, _ = runs["baseline"]
     model_args, _, data_args, _ = run_translation.parse_args(
-        predict_args(baseline_dir, tmp_path / "y", "--no_copy_mechanism", "--oov_copy_limit"))
-    baseline = run_translation.build_model(model_args, data_args, AutoTokenizer.from_pretrained(baseline_dir), False, None)
+        predict_args(baseline_dir, tmp_path / "y", "--no_copy_mechanism", "--oov_copy_limit")
+    )
+    baseline = run_translation.build_model(
+        model_args, data_args, AutoTokenizer.from_pretrained(baseline_dir), False, None
+    )
     assert getattr(baseline.generation_config, "oov_copy_limit", None) is None  # a plain model has nothing to copy
 
 
 # FreeDict eng-deu entries (the format test: the real dictionary has 464k)
-DICTIONARY = ("German\tDeutsch\nFrench\tFranzösisch\nadded\thinzugefügt\nversion\tVersion\ntable\tTabelle\n"
-              "date\tDatum\nticket\tTicket\nmilestone\tMeilenstein\nreport\tBericht\ndeleted\tgelöscht\n")
+DICTIONARY = (
+    "German\tDeutsch\nFrench\tFranzösisch\nadded\thinzugefügt\nversion\tVersion\ntable\tTabelle\n"
+    "date\tDatum\nticket\tTicket\nmilestone\tMeilenstein\nreport\tBericht\ndeleted\tgelöscht\n"
+)
 
 
 def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_terms(tmp_path):
@@ -745,13 +928,17 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
     dictionary = tmp_path / "dictionary.tsv"
     dictionary.write_text(DICTIONARY, encoding="utf-8")
     model_dir = tmp_path / "glossed"
-    results = run_translation.main(tiny_args(model_dir, "--glossary_augmentation", "--glossary_dictionary",
-                                             str(dictionary)))
+    results = run_translation.main(
+        tiny_args(model_dir, "--glossary_augmentation", "--glossary_dictionary", str(dictionary))
+    )
     assert results["train_glossary_annotated"] > 0
     assert AutoConfig.from_pretrained(model_dir).glossary_annotation == TRAINING_ANNOTATION == "{target}"
     out = tmp_path / "predicted"
-    run_translation.main(predict_args(model_dir, out, "--glossary", str(dictionary), "--max_target_length", "32",
-                                      "--max_source_length", "40"))
+    run_translation.main(
+        predict_args(
+            model_dir, out, "--glossary", str(dictionary), "--max_target_length", "32", "--max_source_length", "40"
+        )
+    )
     sources = [pair["en"] for pair in load_en_de_messages("test")["translation"][:8]]
     predictions = (out / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
     glossary, placed = Glossary.from_file(dictionary), 0
@@ -763,11 +950,16 @@ def test_glossary_augmentation_trains_the_annotation_and_glossary_places_the_ter
     assert placed >= 3
     # one term base per test pair (WMT's way), from a JSONL file: line i for test pair i
     per_pair = tmp_path / "terms.jsonl"
-    per_pair.write_text("\n".join(json.dumps({"version": "Fassung"} if "version" in s else {}) for s in sources)
-                        + "\n", encoding="utf-8")
+    per_pair.write_text(
+        "\n".join(json.dumps({"version": "Fassung"} if "version" in s else {}) for s in sources) + "\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "per-pair"
-    run_translation.main(predict_args(model_dir, out, "--glossary", str(per_pair), "--max_target_length", "32",
-                                      "--max_source_length", "40"))
+    run_translation.main(
+        predict_args(
+            model_dir, out, "--glossary", str(per_pair), "--max_target_length", "32", "--max_source_length", "40"
+        )
+    )
     predictions = (out / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:8]
     assert [p.count("Fassung") for p in predictions] == [len(re.findall(r"\bversion\b", s)) for s in sources]
     assert any("version" in s for s in sources)
@@ -799,17 +991,44 @@ def test_glossary_augmentation_trains_with_the_annotation_the_model_is_saved_wit
 
     monkeypatch.setattr(training.terminology, "augment_with_terms", recording)
     model_dir = tmp_path / "appended"  # Dinu et al.'s format, not the script's default
-    results = run_translation.main(tiny_args(model_dir, "--glossary_augmentation", "--glossary_dictionary",
-                                             str(dictionary), "--glossary_annotation", "{source} [ {target} ]",
-                                             "--do_predict", "false", steps=4, save_steps=4))
+    results = run_translation.main(
+        tiny_args(
+            model_dir,
+            "--glossary_augmentation",
+            "--glossary_dictionary",
+            str(dictionary),
+            "--glossary_annotation",
+            "{source} [ {target} ]",
+            "--do_predict",
+            "false",
+            steps=4,
+            save_steps=4,
+        )
+    )
     assert results["train_glossary_annotated"] > 0
     assert used == ["{source} [ {target} ]"]
     assert AutoConfig.from_pretrained(model_dir).glossary_annotation == "{source} [ {target} ]"
     with pytest.raises(ValueError, match=r"reads its terms as '\{source\} \[ \{target\} \]'"):
-        run_translation.main(["--model_name_or_path", str(model_dir), "--do_train", "--max_steps", "1",
-                              "--max_train_samples", "16", "--glossary_augmentation", "--glossary_dictionary",
-                              str(dictionary), "--glossary_annotation", "{source} <{target}>", "--report_to", "none",
-                              "--output_dir", str(tmp_path / "again")])
+        run_translation.main(
+            [
+                "--model_name_or_path",
+                str(model_dir),
+                "--do_train",
+                "--max_steps",
+                "1",
+                "--max_train_samples",
+                "16",
+                "--glossary_augmentation",
+                "--glossary_dictionary",
+                str(dictionary),
+                "--glossary_annotation",
+                "{source} <{target}>",
+                "--report_to",
+                "none",
+                "--output_dir",
+                str(tmp_path / "again"),
+            ]
+        )
     assert not (tmp_path / "again" / "model.safetensors").exists()
 
 
@@ -824,8 +1043,9 @@ def test_glossary_augmentation_trains_a_plain_model_to_read_hints(tmp_path, monk
     dictionary = tmp_path / "dictionary.tsv"
     dictionary.write_text(DICTIONARY, encoding="utf-8")
     model_dir = tmp_path / "plain-glossed"
-    results = run_translation.main(tiny_args(model_dir, "--no_copy_mechanism", "--glossary_augmentation",
-                                             "--glossary_dictionary", str(dictionary)))
+    results = run_translation.main(
+        tiny_args(model_dir, "--no_copy_mechanism", "--glossary_augmentation", "--glossary_dictionary", str(dictionary))
+    )
     assert results["train_glossary_annotated"] > 0
     config = AutoConfig.from_pretrained(model_dir)
     assert config.model_type == "bart" and config.glossary_annotation == TRAINING_ANNOTATION
@@ -835,17 +1055,31 @@ def test_glossary_augmentation_trains_a_plain_model_to_read_hints(tmp_path, monk
     read, generate = [], BartForConditionalGeneration.generate
 
     def recording(self, *args, **kwargs):  # what the model was given to read, and whether anything was forced
-        read.extend((ids[mask.bool()].tolist(), "logits_processor" in kwargs)
-                    for ids, mask in zip(kwargs["input_ids"], kwargs["attention_mask"]))
+        read.extend(
+            (ids[mask.bool()].tolist(), "logits_processor" in kwargs)
+            for ids, mask in zip(kwargs["input_ids"], kwargs["attention_mask"])
+        )
         return generate(self, *args, **kwargs)
 
     monkeypatch.setattr(BartForConditionalGeneration, "generate", recording)
-    run_translation.main(predict_args(model_dir, tmp_path / "hinted", "--no_copy_mechanism", "--glossary",
-                                      str(dictionary), "--glossary_mode", "hint", "--max_source_length", "40"))
+    run_translation.main(
+        predict_args(
+            model_dir,
+            tmp_path / "hinted",
+            "--no_copy_mechanism",
+            "--glossary",
+            str(dictionary),
+            "--glossary_mode",
+            "hint",
+            "--max_source_length",
+            "40",
+        )
+    )
     sources = [pair["en"] for pair in load_en_de_messages("test")["translation"][:8]]
     expected = processor.glossary_sources(sources, Glossary.from_file(dictionary))
     assert expected != sources  # some test source holds a dictionary term
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     assert read == [(ids, False) for ids in tokenizer(expected, max_length=40, truncation=True)["input_ids"]]
+
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.slow]  # slow: left out by `make test-fast`

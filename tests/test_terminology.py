@@ -28,10 +28,18 @@ def test_load_dictionary_reads_freedict_entries_without_tags_or_placeholder_targ
 
 
 def test_supported_terms_are_content_words_whole_in_source_and_reference_outside_placeholders():
-    index = TermIndex({"storage": ["Speicher"], "milestone": ["Meilenstein"], "the": ["die"], "date": ["Datum"],
-                       "version": ["Version"]})
-    assert index.supported("Delete the storage of milestone %(date)s", "Den Speicher von Meilenstein %(date)s "
-                           "löschen") == [("storage", "Speicher"), ("milestone", "Meilenstein")]
+    index = TermIndex(
+        {
+            "storage": ["Speicher"],
+            "milestone": ["Meilenstein"],
+            "the": ["die"],
+            "date": ["Datum"],
+            "version": ["Version"],
+        }
+    )
+    assert index.supported(
+        "Delete the storage of milestone %(date)s", "Den Speicher von Meilenstein %(date)s löschen"
+    ) == [("storage", "Speicher"), ("milestone", "Meilenstein")]
     # "the" is grammar (too short), "date" sits inside a placeholder, "Speicherplatz" is not the whole word, and
     # "versions" is not "version".
     assert index.supported("the storage versions", "die Speicherplatz Versionen") == []
@@ -47,6 +55,9 @@ def test_augmentation_annotates_between_one_and_all_supported_terms_in_rate_of_t
     assert count == len(changed) and 60 < count < 140  # about half of the supporting pairs
     used = {text.count(" [ ") for text in changed}
     assert used == {1, 2, 3}  # one to all three, each written as the annotation writes it
-    assert "storage [ Speicher ]" in changed[0] or "milestone [ Meilenstein ]" in changed[0] or (
-        "report [ Bericht ]" in changed[0])
+    assert (
+        "storage [ Speicher ]" in changed[0]
+        or "milestone [ Meilenstein ]" in changed[0]
+        or ("report [ Bericht ]" in changed[0])
+    )
     assert augment_with_terms([source], [reference], index, DEFAULT_GLOSSARY_ANNOTATION, rate=0.0)[0] == [source]

@@ -113,11 +113,13 @@ def _build(family: str, langs: str = "en de") -> PreTrainedTokenizerFast:
     elif family in ("metaspace_wordlevel", "metaspace_wordpiece"):
         # the recipe of hf_pgen/tokenizer_training.py's train_shared_tokenizer (the main job's tokenizer): "▁" for
         # every space, line breaks and punctuation as tokens of their own, NFC; an unknown word swallows its "▁"
-        word_split = pre_tokenizers.Sequence([
-            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
-            pre_tokenizers.Split(Regex(r"[\n\r\t]"), behavior="isolated"),
-            pre_tokenizers.Punctuation(behavior="isolated"),
-        ])
+        word_split = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+                pre_tokenizers.Split(Regex(r"[\n\r\t]"), behavior="isolated"),
+                pre_tokenizers.Punctuation(behavior="isolated"),
+            ]
+        )
         if family == "metaspace_wordlevel":
             tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
             tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
@@ -583,8 +585,9 @@ def test_bpe_end_of_word_suffix_keeps_the_space_after_a_copy():
     for text in ("Cafe\u0301 vs cafe", "Zaz\u0307 ok", "na\u0308ive or Cafe\u0301s"):
         enc = encode_with_oovs(tok, text, vocab_size=V)
         assert enc["oov_words"], text
-        decoded = decode_with_oovs(tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V,
-                                   oov_spacing=enc["oov_spacing"])
+        decoded = decode_with_oovs(
+            tok, enc["extended_input_ids"], enc["oov_words"], vocab_size=V, oov_spacing=enc["oov_spacing"]
+        )
         assert decoded == text  # 'Cafévs'
 
 
@@ -678,8 +681,8 @@ def test_slow_ids_identical_to_the_tokenizer(slow_toks, name):
         ref = tok(sources, text_target=targets, truncation=True, **kwargs)
         assert enc["input_ids"] == ref["input_ids"] and enc["attention_mask"] == ref["attention_mask"]
         assert [[t if t < V else tok.unk_token_id for t in row] for row in enc["labels"]] == [
-            [t if m else -100 for t, m in zip(row, mask)] for row, mask in zip(ref["labels"], tok(
-                text_target=targets, truncation=True, **kwargs)["attention_mask"])
+            [t if m else -100 for t, m in zip(row, mask)]
+            for row, mask in zip(ref["labels"], tok(text_target=targets, truncation=True, **kwargs)["attention_mask"])
         ]
         # every unknown source token got a slot, with a non-empty surface taken from the source
         n_unk = sum(row.count(tok.unk_token_id) for row in ref["input_ids"])
@@ -749,8 +752,9 @@ def test_a_copy_of_an_nfkc_expanded_character_is_the_source_character(nfkc_toks,
     texts = list(NFKC_EXPANDED)
     enc = encode_with_oovs(tok, texts, texts, vocab_size=V)
     spelled = []
-    for text, ids, ext, labels, table, spacing in zip(texts, enc["input_ids"], enc["extended_input_ids"],
-                                                      enc["labels"], enc["oov_words"], enc["oov_spacing"]):
+    for text, ids, ext, labels, table, spacing in zip(
+        texts, enc["input_ids"], enc["extended_input_ids"], enc["labels"], enc["oov_words"], enc["oov_spacing"]
+    ):
         char = next(c for c in text if not c.isascii())
         copied = decode_with_oovs(tok, ext, table, vocab_size=V, oov_spacing=spacing)
         if not any(char in word for word in table):  # no unknown piece: the tokenizer's own normalization stays
@@ -766,8 +770,9 @@ def test_a_copy_of_an_nfkc_expanded_character_is_the_source_character(nfkc_toks,
     assert len(spelled) == wanted and "The ǅ letter" in spelled and "It is 30℃ now" in spelled, spelled
     # Tables from JSON decode the same, and the copied "ǅ" starts a word wherever it goes (its "▁" went into "▁D").
     back = json.loads(json.dumps({key: enc[key] for key in ("extended_input_ids", "oov_words", "oov_spacing")}))
-    assert batch_decode_with_oovs(tok, back["extended_input_ids"], back["oov_words"], vocab_size=V,
-                                  oov_spacing_per_example=back["oov_spacing"]) == [
+    assert batch_decode_with_oovs(
+        tok, back["extended_input_ids"], back["oov_words"], vocab_size=V, oov_spacing_per_example=back["oov_spacing"]
+    ) == [
         decode_with_oovs(tok, ext, table, vocab_size=V, oov_spacing=spacing)
         for ext, table, spacing in zip(enc["extended_input_ids"], enc["oov_words"], enc["oov_spacing"])
     ]
@@ -894,11 +899,21 @@ def test_spacing_survives_dataset_map_and_json(family):
     in_memory = encode_with_oovs(tok, texts, vocab_size=V)
     from_json = json.loads(json.dumps({key: in_memory[key] for key in keys}))
     for columns in ({key: mapped[key] for key in keys}, from_json):
-        decoded = batch_decode_with_oovs(tok, columns["extended_input_ids"], columns["oov_words"], vocab_size=V,
-                                         oov_spacing_per_example=columns["oov_spacing"])
+        decoded = batch_decode_with_oovs(
+            tok,
+            columns["extended_input_ids"],
+            columns["oov_words"],
+            vocab_size=V,
+            oov_spacing_per_example=columns["oov_spacing"],
+        )
         assert decoded == texts
-        one = decode_with_oovs(tok, columns["extended_input_ids"][0], columns["oov_words"][0], vocab_size=V,
-                               oov_spacing=columns["oov_spacing"][0])
+        one = decode_with_oovs(
+            tok,
+            columns["extended_input_ids"][0],
+            columns["oov_words"][0],
+            vocab_size=V,
+            oov_spacing=columns["oov_spacing"][0],
+        )
         assert one == "Update to v2.3 now"
     # oov_words alone still decode, by the output's context (as before the records existed)
     assert batch_decode_with_oovs(tok, mapped["extended_input_ids"], mapped["oov_words"], vocab_size=V)[0] == (
@@ -907,5 +922,10 @@ def test_spacing_survives_dataset_map_and_json(family):
     with pytest.raises(ValueError, match="oov_spacing has 0 record"):
         decode_with_oovs(tok, mapped["extended_input_ids"][0], mapped["oov_words"][0], vocab_size=V, oov_spacing=[])
     with pytest.raises(TypeError, match=r"batch\['oov_spacing'\]\[i\]"):
-        decode_with_oovs(tok, mapped["extended_input_ids"][0], mapped["oov_words"][0], vocab_size=V,
-                         oov_spacing=mapped["oov_spacing"])
+        decode_with_oovs(
+            tok,
+            mapped["extended_input_ids"][0],
+            mapped["oov_words"][0],
+            vocab_size=V,
+            oov_spacing=mapped["oov_spacing"],
+        )

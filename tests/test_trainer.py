@@ -2,7 +2,6 @@
 label smoothing goes to the model's own loss, and everything else is the stock Seq2SeqTrainer."""
 
 import logging
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
+from testing_docs import RECIPES_PAGE, section_block
 from testing_utils import corpus_texts, tiny_base
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
 
@@ -39,33 +39,51 @@ def tokenizer():
 
 def tiny_model(tokenizer, copy=True, seed=0):
     """A one-layer BART over `tokenizer`, without dropout, generating up to 16 tokens; wrapped when `copy`."""
-    base = tiny_base("bart", seed=seed, tokenizer=tokenizer, d_model=16, layers=1, heads=2, max_position_embeddings=64,
-                     dropout=0.0, decisive_init=False, generation={"max_length": 16, "num_beams": 1})
+    base = tiny_base(
+        "bart",
+        seed=seed,
+        tokenizer=tokenizer,
+        d_model=16,
+        layers=1,
+        heads=2,
+        max_position_embeddings=64,
+        dropout=0.0,
+        decisive_init=False,
+        generation={"max_length": 16, "num_beams": 1},
+    )
     if not copy:
         return base
-    return PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id,
-                                                              p_gen_bias_init=0.0)
+    return PointerGeneratorForConditionalGeneration.from_base(
+        base, unk_token_id=tokenizer.unk_token_id, p_gen_bias_init=0.0
+    )
 
 
 def copy_task(tokenizer, texts, vocab_size):
     """Source = target (so copying is the task), with the raw texts and each example's OOV table kept."""
+
     def encode(batch):
-        return encode_with_oovs(tokenizer, batch["en"], text_target=batch["de"], vocab_size=vocab_size,
-                                max_length=32)
+        return encode_with_oovs(tokenizer, batch["en"], text_target=batch["de"], vocab_size=vocab_size, max_length=32)
 
     return Dataset.from_dict({"en": texts, "de": texts}).map(encode, batched=True)
 
 
 def training_args(tmp_path, **kwargs):
-    defaults = dict(per_device_train_batch_size=16, per_device_eval_batch_size=8, max_steps=3, learning_rate=3e-3,
-                    report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True,
-                    dataloader_pin_memory=False)
+    defaults = dict(
+        per_device_train_batch_size=16,
+        per_device_eval_batch_size=8,
+        max_steps=3,
+        learning_rate=3e-3,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        dataloader_pin_memory=False,
+    )
     return Seq2SeqTrainingArguments(str(tmp_path / "out"), **{**defaults, **kwargs})
 
 
 def collate(trainer, dataset, rows):
-    return trainer.data_collator([{k: dataset[i][k] for k in MODEL_COLUMNS if k in dataset.column_names}
-                                  for i in rows])
+    return trainer.data_collator([{k: dataset[i][k] for k in MODEL_COLUMNS if k in dataset.column_names} for i in rows])
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -93,8 +111,9 @@ def test_label_smoothing_goes_to_the_models_support_aware_loss(tokenizer, tmp_pa
     model = tiny_model(tokenizer)
     data = copy_task(tokenizer, corpus_texts("train", limit=64), model.config.vocab_size)
     args = training_args(tmp_path, label_smoothing_factor=0.1, max_steps=4, eval_strategy="steps", eval_steps=2)
-    trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=args, train_dataset=data, eval_dataset=data.select(
-        range(16)), processing_class=tokenizer)
+    trainer = PointerGeneratorSeq2SeqTrainer(
+        model=model, args=args, train_dataset=data, eval_dataset=data.select(range(16)), processing_class=tokenizer
+    )
     assert trainer.label_smoother is None and trainer.label_smoothing == 0.1
 
     batch = collate(trainer, data, range(16))
@@ -105,8 +124,9 @@ def test_label_smoothing_goes_to_the_models_support_aware_loss(tokenizer, tmp_pa
     assert model.config.label_smoothing == 0.0  # set for the loss only: the saved config keeps its value
 
     # The stock trainer's LabelSmoother averages over columns a row lacks: the model refuses (it would be inf).
-    stock = Seq2SeqTrainer(model=model, args=args, train_dataset=data, eval_dataset=data,
-                           data_collator=trainer.data_collator.data_collator)
+    stock = Seq2SeqTrainer(
+        model=model, args=args, train_dataset=data, eval_dataset=data, data_collator=trainer.data_collator.data_collator
+    )
     gold = int((batch["labels"] != -100).sum())
     with pytest.raises(ValueError, match="label_smoothing"):
         stock.compute_loss(model.train(), dict(batch), num_items_in_batch=gold)  # as in its training step
@@ -120,23 +140,30 @@ def test_label_smoothing_goes_to_the_models_support_aware_loss(tokenizer, tmp_pa
 def test_a_plain_base_gets_the_stock_trainer(tokenizer, tmp_path):
     model = tiny_model(tokenizer, copy=False)
     data = copy_task(tokenizer, corpus_texts("train", limit=32), model.config.vocab_size)
-    data = data.map(lambda b: {"labels": [[t if t < len(tokenizer) else tokenizer.unk_token_id for t in row]
-                                          for row in b["labels"]]}, batched=True)
+    data = data.map(
+        lambda b: {
+            "labels": [[t if t < len(tokenizer) else tokenizer.unk_token_id for t in row] for row in b["labels"]]
+        },
+        batched=True,
+    )
     from transformers import DataCollatorForSeq2Seq
 
     args = training_args(tmp_path, label_smoothing_factor=0.1)
     collator = DataCollatorForSeq2Seq(tokenizer, model=model)
-    ours = PointerGeneratorSeq2SeqTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                                          data_collator=collator)
-    stock = Seq2SeqTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                           data_collator=collator)
+    ours = PointerGeneratorSeq2SeqTrainer(
+        model=model, args=args, train_dataset=data, processing_class=tokenizer, data_collator=collator
+    )
+    stock = Seq2SeqTrainer(
+        model=model, args=args, train_dataset=data, processing_class=tokenizer, data_collator=collator
+    )
     assert type(ours.label_smoother) is type(stock.label_smoother) and ours.label_smoothing == 0.0
     assert ours.label_smoother is not None
     batch = collator([{k: data[i][k] for k in ("input_ids", "attention_mask", "labels")} for i in range(16)])
     model.eval()
     with torch.no_grad():
-        assert float(ours.compute_loss(model, dict(batch))) == pytest.approx(float(stock.compute_loss(model,
-                                                                                                 dict(batch))))
+        assert float(ours.compute_loss(model, dict(batch))) == pytest.approx(
+            float(stock.compute_loss(model, dict(batch)))
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -148,15 +175,17 @@ def test_predict_with_and_without_generate(tokenizer, tmp_path):
     model = tiny_model(tokenizer)
     data = copy_task(tokenizer, corpus_texts("validation", limit=20), model.config.vocab_size)
     generated = PointerGeneratorSeq2SeqTrainer(
-        model=model, args=training_args(tmp_path, predict_with_generate=True, generation_max_length=7),
+        model=model,
+        args=training_args(tmp_path, predict_with_generate=True, generation_max_length=7),
         processing_class=tokenizer,
     ).predict(data)
     lengths = (generated.predictions != tokenizer.pad_token_id).sum(-1)  # padded to the model's max_length (16)
     assert generated.predictions.shape[0] == 20 and lengths.max() == 7  # generation_max_length holds
     assert np.isfinite(generated.metrics["test_loss"])
 
-    forced = PointerGeneratorSeq2SeqTrainer(model=model, args=training_args(tmp_path),
-                                            processing_class=tokenizer).predict(data)
+    forced = PointerGeneratorSeq2SeqTrainer(
+        model=model, args=training_args(tmp_path), processing_class=tokenizer
+    ).predict(data)
     log_probs = forced.predictions  # (rows, T, V + positions): one width for every batch, so they concatenate
     assert log_probs.ndim == 3 and log_probs.shape[0] == 20
     assert log_probs.shape[-1] == model.config.vocab_size + model.config.base_config.max_position_embeddings
@@ -178,25 +207,33 @@ def copier_eval(trained_copier):
     return model, tokenizer, copy_task(tokenizer, texts, model.config.vocab_size)
 
 
-@pytest.mark.parametrize("trainer_class, strategy", [(PointerGeneratorSeq2SeqTrainer, "random"),
-                                                     (PointerGeneratorSeq2SeqTrainer, "group_by_length"),
-                                                     (ReversedOrder, "random")])
+@pytest.mark.parametrize(
+    "trainer_class, strategy",
+    [
+        (PointerGeneratorSeq2SeqTrainer, "random"),
+        (PointerGeneratorSeq2SeqTrainer, "group_by_length"),
+        (ReversedOrder, "random"),
+    ],
+)
 def test_compute_metrics_sees_copied_words_in_dataset_order(copier_eval, tmp_path, trainer_class, strategy):
     model, tokenizer, data = copier_eval
     vocab_size = model.config.vocab_size
     seen = {}
 
     def compute_metrics(eval_pred):
-        seen["predictions"] = batch_decode_with_oovs(tokenizer, eval_pred.predictions, eval_pred.oov_words,
-                                                     vocab_size=vocab_size)
+        seen["predictions"] = batch_decode_with_oovs(
+            tokenizer, eval_pred.predictions, eval_pred.oov_words, vocab_size=vocab_size
+        )
         seen["sources"] = eval_pred.columns["en"]
         seen["indices"] = eval_pred.example_indices.tolist()
         return {}
 
-    args = training_args(tmp_path, predict_with_generate=True, train_sampling_strategy=strategy,
-                         per_device_eval_batch_size=5)
-    trainer = trainer_class(model=model, args=args, processing_class=tokenizer, compute_metrics=compute_metrics,
-                            example_columns=["en"])
+    args = training_args(
+        tmp_path, predict_with_generate=True, train_sampling_strategy=strategy, per_device_eval_batch_size=5
+    )
+    trainer = trainer_class(
+        model=model, args=args, processing_class=tokenizer, compute_metrics=compute_metrics, example_columns=["en"]
+    )
     output = trainer.predict(data)
     texts, tables = data["en"][:], data["oov_words"][:]
     assert seen["indices"] == list(range(len(texts))) and seen["sources"] == texts
@@ -218,8 +255,12 @@ def test_a_decoder_that_drops_copies_is_named(copier_eval, tmp_path, caplog):
         predictions = np.where(eval_pred.predictions != -100, eval_pred.predictions, tokenizer.pad_token_id)
         return {"n": len(tokenizer.batch_decode(predictions, skip_special_tokens=True))}
 
-    trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=training_args(tmp_path, predict_with_generate=True),
-                                             processing_class=tokenizer, compute_metrics=stock_recipe)
+    trainer = PointerGeneratorSeq2SeqTrainer(
+        model=model,
+        args=training_args(tmp_path, predict_with_generate=True),
+        processing_class=tokenizer,
+        compute_metrics=stock_recipe,
+    )
     with caplog.at_level(logging.WARNING, logger="hf_pgen.trainer_pointer_generator"):
         trainer.predict(data.select(range(10)))
     warnings = [r.message for r in caplog.records if "drops them silently" in r.message]
@@ -237,19 +278,29 @@ def test_a_decoder_that_drops_copies_is_named(copier_eval, tmp_path, caplog):
 
 def test_build_compute_metrics(copier_eval, tmp_path):
     model, tokenizer, data = copier_eval
-    compute_metrics = build_compute_metrics(tokenizer, vocab_size=model.config.vocab_size, source_column="en",
-                                            reference_column="de")
+    compute_metrics = build_compute_metrics(
+        tokenizer, vocab_size=model.config.vocab_size, source_column="en", reference_column="de"
+    )
     assert compute_metrics.example_columns == ("en", "de")
-    generated = PointerGeneratorSeq2SeqTrainer(
-        model=model, args=training_args(tmp_path, predict_with_generate=True), processing_class=tokenizer,
-        compute_metrics=compute_metrics,
-    ).predict(data).metrics
+    generated = (
+        PointerGeneratorSeq2SeqTrainer(
+            model=model,
+            args=training_args(tmp_path, predict_with_generate=True),
+            processing_class=tokenizer,
+            compute_metrics=compute_metrics,
+        )
+        .predict(data)
+        .metrics
+    )
     assert {"test_bleu", "test_chrf", "test_placeholder_preservation", "test_oov_copy_rate", "test_gen_len"} <= set(
-        generated)
+        generated
+    )
     assert generated["test_oov_copy_rate"] > 0.8 and generated["test_chrf"] > 50
     # Teacher-forced log-probabilities (predict_with_generate off) are reduced with argmax: the copies are there too.
     forced = PointerGeneratorSeq2SeqTrainer(
-        model=model, args=training_args(tmp_path), processing_class=tokenizer,
+        model=model,
+        args=training_args(tmp_path),
+        processing_class=tokenizer,
         compute_metrics=build_compute_metrics(tokenizer, vocab_size=model.config.vocab_size),
     ).evaluate(data)
     assert forced["eval_oov_copy_rate"] > 0.8
@@ -276,8 +327,9 @@ def test_compute_metrics_spaces_copies_as_the_source_did(tokenizer, tmp_path):
         seen["spacing"] = eval_pred.oov_spacing
         return build_compute_metrics(tokenizer, vocab_size=vocab_size, metrics=metrics)(eval_pred)
 
-    trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=training_args(tmp_path), processing_class=tokenizer,
-                                             compute_metrics=compute_metrics)
+    trainer = PointerGeneratorSeq2SeqTrainer(
+        model=model, args=training_args(tmp_path), processing_class=tokenizer, compute_metrics=compute_metrics
+    )
     trainer.evaluate(data)
     assert seen["references"] == texts  # decoded from the labels, with the copies spaced as in the source
     assert seen["spacing"] == list(data["oov_spacing"])
@@ -291,12 +343,26 @@ def test_early_stopping_and_the_best_model_on_eval_loss(tokenizer, tmp_path):
 
     model = tiny_model(tokenizer)
     data = copy_task(tokenizer, corpus_texts("train", limit=64), model.config.vocab_size)
-    args = training_args(tmp_path, max_steps=40, eval_strategy="steps", eval_steps=2, save_strategy="steps",
-                         save_steps=2, load_best_model_at_end=True, metric_for_best_model="eval_loss",
-                         label_smoothing_factor=0.1, predict_with_generate=True, generation_max_length=8)
+    args = training_args(
+        tmp_path,
+        max_steps=40,
+        eval_strategy="steps",
+        eval_steps=2,
+        save_strategy="steps",
+        save_steps=2,
+        load_best_model_at_end=True,
+        metric_for_best_model="eval_loss",
+        label_smoothing_factor=0.1,
+        predict_with_generate=True,
+        generation_max_length=8,
+    )
     # No evaluation can beat the first by 100: training stops after patience (1) more.
     trainer = PointerGeneratorSeq2SeqTrainer(
-        model=model, args=args, train_dataset=data, eval_dataset=data.select(range(16)), processing_class=tokenizer,
+        model=model,
+        args=args,
+        train_dataset=data,
+        eval_dataset=data.select(range(16)),
+        processing_class=tokenizer,
         compute_metrics=build_compute_metrics(tokenizer, vocab_size=model.config.vocab_size),
         callbacks=[EarlyStoppingCallback(early_stopping_patience=1, early_stopping_threshold=100.0)],
     )
@@ -310,16 +376,22 @@ def test_early_stopping_and_the_best_model_on_eval_loss(tokenizer, tmp_path):
     from safetensors.torch import load_file
 
     saved = load_file(str(Path(trainer.state.best_model_checkpoint) / "model.safetensors"))
-    name = "copy_switch.linear.weight" if "copy_switch.linear.weight" in saved else next(
-        k for k in saved if k.startswith("copy_switch"))
+    name = (
+        "copy_switch.linear.weight"
+        if "copy_switch.linear.weight" in saved
+        else next(k for k in saved if k.startswith("copy_switch"))
+    )
     assert torch.equal(saved[name], model.state_dict()[name])  # the best checkpoint's weights were loaded
 
 
 def test_create_model_card_renders_the_pointer_generator_card(copier_eval, tmp_path):
     model, tokenizer, data = copier_eval
     trainer = PointerGeneratorSeq2SeqTrainer(
-        model=model, args=training_args(tmp_path, predict_with_generate=True), processing_class=tokenizer,
-        eval_dataset=data, compute_metrics=build_compute_metrics(tokenizer, vocab_size=model.config.vocab_size),
+        model=model,
+        args=training_args(tmp_path, predict_with_generate=True),
+        processing_class=tokenizer,
+        eval_dataset=data,
+        compute_metrics=build_compute_metrics(tokenizer, vocab_size=model.config.vocab_size),
     )
     metrics = trainer.evaluate()
     trainer.create_model_card(finetuned_from="facebook/bart-base", tasks="translation", language=["en", "de"])
@@ -336,48 +408,15 @@ def test_create_model_card_renders_the_pointer_generator_card(copier_eval, tmp_p
 # docs/recipes.md's Trainer example, as is
 # ---------------------------------------------------------------------------------------------------------------------
 
-README_TRAINER_SNIPPET = '''\
-from datasets import Dataset
-from transformers import BartConfig, BartForConditionalGeneration, Seq2SeqTrainingArguments
-
-from hf_pgen import (PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor,
-                     PointerGeneratorSeq2SeqTrainer, build_compute_metrics)
-from hf_pgen.corpus import load_en_de_messages
-from hf_pgen.tokenizer_training import train_shared_tokenizer
-
-pairs = load_en_de_messages("train").select(range(2000))["translation"]
-tokenizer = train_shared_tokenizer([p["en"] for p in pairs] + [p["de"] for p in pairs], "wordlevel", vocab_size=2000)
-base = BartForConditionalGeneration(BartConfig(
-    vocab_size=len(tokenizer), d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-    decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
-    pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-    decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None))
-model = PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id,
-                                                           p_gen_bias_init=0.0)
-processor = PointerGeneratorProcessor(tokenizer, vocab_size=model.config.vocab_size)
-
-def preprocess(batch):  # the columns "en", "de" and each example's "oov_words" stay: evaluation reads them
-    return processor(batch["en"], text_target=batch["de"], max_length=64)
-
-data = Dataset.from_list(pairs).map(preprocess, batched=True).train_test_split(test_size=64, seed=0)
-args = Seq2SeqTrainingArguments(
-    "pg-trainer", max_steps=60, per_device_train_batch_size=32, learning_rate=3e-3, label_smoothing_factor=0.1,
-    eval_strategy="steps", eval_steps=30, predict_with_generate=True, generation_max_length=64,
-    report_to="none", use_cpu=True)
-trainer = PointerGeneratorSeq2SeqTrainer(  # Seq2SeqTrainer's arguments; the collator defaults to the copy-aware one
-    model=model, args=args, train_dataset=data["train"], eval_dataset=data["test"], processing_class=tokenizer,
-    compute_metrics=build_compute_metrics(processor, source_column="en", reference_column="de"))
-trainer.train()
-print(trainer.evaluate())  # eval_bleu, eval_chrf, eval_placeholder_preservation, ...: scored with the copies
-'''
-
 
 def test_readme_trainer_snippet_runs(tmp_path):
-    page = (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")  # the printed copy is the one tested
-    section = page.split("## Fine-tune with the Trainer", 1)[1]
-    assert re.search(r"```python\n(.*?)```", section, re.S).group(1) == README_TRAINER_SNIPPET
+    snippet = section_block(RECIPES_PAGE, "Fine-tune with the Trainer")  # the printed block is the one run
     result = subprocess.run(
-        [sys.executable, "-c", README_TRAINER_SNIPPET], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-c", snippet],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OMP_NUM_THREADS": "1"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -395,9 +434,13 @@ def test_a_processor_as_processing_class(tokenizer, tmp_path):
     model = tiny_model(tokenizer)
     processor = PointerGeneratorProcessor(tokenizer, vocab_size=model.config.vocab_size)
     data = copy_task(tokenizer, corpus_texts("validation", limit=12), model.config.vocab_size)
-    trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=training_args(tmp_path, predict_with_generate=True),
-                                             train_dataset=data, processing_class=processor,
-                                             compute_metrics=build_compute_metrics(processor))
+    trainer = PointerGeneratorSeq2SeqTrainer(
+        model=model,
+        args=training_args(tmp_path, predict_with_generate=True),
+        train_dataset=data,
+        processing_class=processor,
+        compute_metrics=build_compute_metrics(processor),
+    )
     assert isinstance(trainer.data_collator.data_collator, DataCollatorForPointerGenerator)
     trainer.train()
     assert "test_chrf" in trainer.predict(data).metrics
@@ -410,9 +453,13 @@ def test_bf16_mixed_precision_trains_and_evaluates_with_copies(tokenizer, tmp_pa
     model = tiny_model(tokenizer)
     data = copy_task(tokenizer, corpus_texts("validation", limit=32), model.config.vocab_size)
     trainer = PointerGeneratorSeq2SeqTrainer(
-        model=model, args=training_args(tmp_path, bf16=True, label_smoothing_factor=0.1, max_steps=4,
-                                        predict_with_generate=True, eval_strategy="no"),
-        train_dataset=data, eval_dataset=data, processing_class=tokenizer,
+        model=model,
+        args=training_args(
+            tmp_path, bf16=True, label_smoothing_factor=0.1, max_steps=4, predict_with_generate=True, eval_strategy="no"
+        ),
+        train_dataset=data,
+        eval_dataset=data,
+        processing_class=tokenizer,
     )
     result = trainer.train()
     assert np.isfinite(result.training_loss) and result.training_loss > 0
@@ -426,8 +473,14 @@ def test_bf16_mixed_precision_trains_and_evaluates_with_copies(tokenizer, tmp_pa
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-PLACEHOLDER_SOURCES = ["Delete %(name)s now", "Open {folder} and %s", "Save <b>all</b> files", "Close the file",
-                       "%d of %d items", "Rename {0} to {1}"]
+PLACEHOLDER_SOURCES = [
+    "Delete %(name)s now",
+    "Open {folder} and %s",
+    "Save <b>all</b> files",
+    "Close the file",
+    "%d of %d items",
+    "Rename {0} to {1}",
+]
 
 
 @pytest.mark.parametrize("copy", [True, False], ids=["pointer-generator", "plain base"])
@@ -445,18 +498,32 @@ def test_predict_with_protect_keeps_every_placeholder(tokenizer, tmp_path, copy)
     data = copy_task(tokenizer, PLACEHOLDER_SOURCES, model.config.vocab_size)
     collator = None
     if not copy:  # as run_translation feeds a plain base: its own ids only
-        data = data.remove_columns(["extended_input_ids"]).map(lambda b: {"labels": [
-            [t if t < len(tokenizer) else tokenizer.unk_token_id for t in row] for row in b["labels"]]}, batched=True)
+        data = data.remove_columns(["extended_input_ids"]).map(
+            lambda b: {
+                "labels": [[t if t < len(tokenizer) else tokenizer.unk_token_id for t in row] for row in b["labels"]]
+            },
+            batched=True,
+        )
         collator = DataCollatorForSeq2Seq(tokenizer, model=model)
     args = training_args(tmp_path, predict_with_generate=True, generation_max_length=24, per_device_eval_batch_size=4)
 
     def predict(**kwargs):
-        trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=args, processing_class=tokenizer,
-                                                 data_collator=collator, source_column="en", max_source_length=32,
-                                                 **kwargs)
+        trainer = PointerGeneratorSeq2SeqTrainer(
+            model=model,
+            args=args,
+            processing_class=tokenizer,
+            data_collator=collator,
+            source_column="en",
+            max_source_length=32,
+            **kwargs,
+        )
         ids = trainer.predict(data).predictions
-        return batch_decode_with_oovs(tokenizer, np.where(ids < 0, tokenizer.pad_token_id, ids),
-                                      list(data["oov_words"]), vocab_size=model.config.vocab_size)
+        return batch_decode_with_oovs(
+            tokenizer,
+            np.where(ids < 0, tokenizer.pad_token_id, ids),
+            list(data["oov_words"]),
+            vocab_size=model.config.vocab_size,
+        )
 
     assert placeholder_preservation(PLACEHOLDER_SOURCES, predict()) < 0.5
     assert placeholder_preservation(PLACEHOLDER_SOURCES, predict(protect="placeholders")) == 1.0
@@ -478,10 +545,19 @@ def test_protect_checks_every_row_encodes_as_the_batch(tokenizer, tmp_path):
     model = tiny_model(tokenizer)
     texts = ["Close it", "Please open the list of all the files {folder} now", "Delete %(name)s"]
     data = Dataset.from_dict({"en": texts, "de": texts}).map(
-        lambda b: encode_with_oovs(tokenizer, b["en"], text_target=b["de"], vocab_size=model.config.vocab_size,
-                                   max_length=6), batched=True)
+        lambda b: encode_with_oovs(
+            tokenizer, b["en"], text_target=b["de"], vocab_size=model.config.vocab_size, max_length=6
+        ),
+        batched=True,
+    )
     args = training_args(tmp_path, predict_with_generate=True, generation_max_length=16, per_device_eval_batch_size=3)
-    trainer = PointerGeneratorSeq2SeqTrainer(model=model, args=args, processing_class=tokenizer, protect="placeholders",
-                                             source_column="en", max_source_length=32)
+    trainer = PointerGeneratorSeq2SeqTrainer(
+        model=model,
+        args=args,
+        processing_class=tokenizer,
+        protect="placeholders",
+        source_column="en",
+        max_source_length=32,
+    )
     with pytest.raises(ValueError, match="for example 1 does not encode to the batch"):
         trainer.predict(data)

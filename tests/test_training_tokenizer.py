@@ -17,7 +17,12 @@ def texts():
 @pytest.mark.parametrize("kind", TOKENIZER_TYPES)
 def test_special_ids_and_lossless_decoding(texts, kind):
     tokenizer = train_shared_tokenizer(texts, kind, vocab_size=2000)
-    assert (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id, tokenizer.bos_token_id) == (0, 1, 2, 3)
+    assert (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id, tokenizer.bos_token_id) == (
+        0,
+        1,
+        2,
+        3,
+    )
     for text in corpus_texts("test", limit=200):  # spacing, punctuation and placeholders come back as written
         ids = tokenizer(text)["input_ids"]
         assert ids[-1] == tokenizer.eos_token_id
@@ -32,7 +37,21 @@ def test_a_placeholder_is_one_piece_and_no_piece_hides_one(texts):
     tokenizer = train_shared_tokenizer(texts, "wordlevel", vocab_size=2000)
     pre_tokenize = tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str
     assert [piece for piece, _ in pre_tokenize("Report {%(num)s} at https://x.org/a%20b, {0:.2f} %d%%")] == [
-        "▁Report", "▁", "{", "%(num)s", "}", "▁at", "▁", "https://x.org/a%20b", ",", "▁", "{0:.2f}", "▁", "%d", "%%"]
+        "▁Report",
+        "▁",
+        "{",
+        "%(num)s",
+        "}",
+        "▁at",
+        "▁",
+        "https://x.org/a%20b",
+        ",",
+        "▁",
+        "{0:.2f}",
+        "▁",
+        "%d",
+        "%%",
+    ]
     holding = 0
     for split in SPLITS:
         for pair in load_en_de_messages(split)["translation"]:

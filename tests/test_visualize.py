@@ -30,37 +30,56 @@ def make_record(source, outputs, protected_spans=()):
     for i, (text, p_gen, attended, copied, protected, oov) in enumerate(outputs):
         j = min(i, n - 1) if attended is None else [t["text"] for t in source_tokens].index(attended)
         attention = [0.7 if k == j else 0.3 / (n - 1) for k in range(n)]
-        tokens.append({
-            "text": text, "token_id": VOCAB + i if oov else 10 + i, "p_gen": p_gen,
-            "copy_share": round((1 - p_gen) * (0.97 if copied else 0.1), 4),
-            "source_span": source_tokens[j]["span"] if copied else None, "attention": attention,
-            "protected": protected,
-        })
-    return {"translation_text": "".join(t["text"] for t in tokens), "source": source, "source_tokens": source_tokens,
-            "tokens": tokens, "protected_spans": list(protected_spans)}
+        tokens.append(
+            {
+                "text": text,
+                "token_id": VOCAB + i if oov else 10 + i,
+                "p_gen": p_gen,
+                "copy_share": round((1 - p_gen) * (0.97 if copied else 0.1), 4),
+                "source_span": source_tokens[j]["span"] if copied else None,
+                "attention": attention,
+                "protected": protected,
+            }
+        )
+    return {
+        "translation_text": "".join(t["text"] for t in tokens),
+        "source": source,
+        "source_tokens": source_tokens,
+        "tokens": tokens,
+        "protected_spans": list(protected_spans),
+    }
 
 
 @pytest.fixture(scope="module")
 def records():
     # markup, a placeholder (protected), quotes and "&", non-ASCII words the vocabulary lacks (copied OOV)
-    first = make_record('Delete %(name)s from <b>Nakamura-Øresund</b> & "Zyxwvut"?', [
-        ("Lösche", 0.93, "Delete", False, False, False),
-        (" %(name)s", 0.05, "%(name)s", True, True, False),
-        (" aus", 0.88, "from", False, False, False),
-        (" <b>", 0.2, "<b>", True, False, False),
-        ("Nakamura", 0.03, "Nakamura", True, False, True),
-        ("-", 0.6, "-", False, False, False),
-        ("Øresund", 0.02, "Øresund", True, False, True),
-        ("</b>", 0.3, "</b>", True, False, False),
-        (" &", 0.7, "&", False, False, False),
-        (' "', 0.9, None, False, False, False),
-        ("Zyxwvut", 0.04, "Zyxwvut", True, False, True),
-        ('"?', 0.8, "?", False, False, False),
-    ], protected_spans=["%(name)s"])
-    second = make_record("Open the file now", [
-        ("Öffne", 0.97, "Open", False, False, False), (" die", 0.95, "the", False, False, False),
-        (" Datei", 0.9, "file", False, False, False), (" jetzt", 0.96, "now", False, False, False),
-    ])
+    first = make_record(
+        'Delete %(name)s from <b>Nakamura-Øresund</b> & "Zyxwvut"?',
+        [
+            ("Lösche", 0.93, "Delete", False, False, False),
+            (" %(name)s", 0.05, "%(name)s", True, True, False),
+            (" aus", 0.88, "from", False, False, False),
+            (" <b>", 0.2, "<b>", True, False, False),
+            ("Nakamura", 0.03, "Nakamura", True, False, True),
+            ("-", 0.6, "-", False, False, False),
+            ("Øresund", 0.02, "Øresund", True, False, True),
+            ("</b>", 0.3, "</b>", True, False, False),
+            (" &", 0.7, "&", False, False, False),
+            (' "', 0.9, None, False, False, False),
+            ("Zyxwvut", 0.04, "Zyxwvut", True, False, True),
+            ('"?', 0.8, "?", False, False, False),
+        ],
+        protected_spans=["%(name)s"],
+    )
+    second = make_record(
+        "Open the file now",
+        [
+            ("Öffne", 0.97, "Open", False, False, False),
+            (" die", 0.95, "the", False, False, False),
+            (" Datei", 0.9, "file", False, False, False),
+            (" jetzt", 0.96, "now", False, False, False),
+        ],
+    )
     for record in (first, second):
         assert json.loads(json.dumps(record)) == record  # records are plain JSON
     return [first, second]
@@ -147,8 +166,12 @@ def test_page_holds_each_record_escaped_and_marked(records, tmp_path):
         source = section.by_id(f"{rid}-source")
         specials = source.select("pg-special")
         assert [e.text() for e in specials] == ["</s>"]
-        assert "".join(c if isinstance(c, str) else ("" if "pg-special" in c.classes else c.text())
-                       for c in source.children) == record["source"]
+        assert (
+            "".join(
+                c if isinstance(c, str) else ("" if "pg-special" in c.classes else c.text()) for c in source.children
+            )
+            == record["source"]
+        )
         assert not source.select(tag="b") and not output.select(tag="b")
 
         # one element per attended source position, one focusable element per output token
@@ -184,7 +207,8 @@ def test_page_holds_each_record_escaped_and_marked(records, tmp_path):
     # the legend explains every marking
     legend = root.select("pg-legend")[0]
     assert {"pg-ramp-copy", "pg-ramp-attention", "pg-copied", "pg-protected", "pg-copy-source"} <= set().union(
-        *(e.classes for e in legend.iter()))
+        *(e.classes for e in legend.iter())
+    )
 
 
 def test_page_takes_one_record_or_pipeline_lists(records):
@@ -241,7 +265,7 @@ def test_page_in_headless_chromium_on_hover_and_keyboard_focus(records, tmp_path
             return [e.get_attribute("id") for e in driver.find_elements(By.CSS_SELECTOR, f"#{rid} .pg-attended")]
 
         # the browser shows markup in the source as text
-        assert find("pg-r0-source").text.startswith("Delete %(name)s from <b>Nakamura-Øresund</b> & \"Zyxwvut\"?")
+        assert find("pg-r0-source").text.startswith('Delete %(name)s from <b>Nakamura-Øresund</b> & "Zyxwvut"?')
         assert not driver.find_elements(By.CSS_SELECTOR, "#pg-r0-source b")
 
         # hover "Nakamura" (a copied out-of-vocabulary word): its source word lights up, the panel says why
@@ -312,7 +336,8 @@ def test_plot_writes_a_png_with_the_tokens_as_labels(records, tmp_path):
     rows = heat.get_yticklabels()
     assert [label.get_text() for label in rows] == [t["text"].strip() for t in record["tokens"]]
     assert [label.get_fontweight() == "bold" for label in rows] == [
-        t["source_span"] is not None for t in record["tokens"]]
+        t["source_span"] is not None for t in record["tokens"]
+    ]
     assert rows[1].get_color() != rows[0].get_color()  # the protected placeholder stands out
     image = heat.get_images()[0].get_array()
     assert image.shape == (len(record["tokens"]), len(record["source_tokens"]))

@@ -28,8 +28,15 @@ from pathlib import Path
 from testing_tokenizers import corpus_lines, marian_checkpoint
 from testing_utils import tiny_base
 
-__all__ = ["CHECKPOINTS", "build_checkpoint", "t5_checkpoint", "bart_checkpoint", "mbart50_checkpoint",
-           "marian_checkpoint", "sentencepiece_vocab"]
+__all__ = [
+    "CHECKPOINTS",
+    "build_checkpoint",
+    "t5_checkpoint",
+    "bart_checkpoint",
+    "mbart50_checkpoint",
+    "marian_checkpoint",
+    "sentencepiece_vocab",
+]
 
 # t5-small's config.json, task_specific_params["translation_en_to_de"] (max_length 300 there; 64 keeps tests quick).
 T5_EN_DE = {"early_stopping": True, "max_length": 64, "num_beams": 4, "prefix": "translate English to German: "}
@@ -44,7 +51,9 @@ def _bilingual_lines(limit: int = 3000, drop_chars: str = "") -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def sentencepiece_vocab(
-    vocab_size: int = 1000, character_coverage: float = 0.9995, drop_chars: str = "",
+    vocab_size: int = 1000,
+    character_coverage: float = 0.9995,
+    drop_chars: str = "",
     special_ids: tuple[int, int, int, int] = (0, 1, 2, -1),
 ) -> tuple[tuple[str, float], ...]:
     """`(piece, score)` pairs of a SentencePiece Unigram model trained on English + German corpus text (about a
@@ -55,9 +64,17 @@ def sentencepiece_vocab(
     unk_id, bos_id, eos_id, pad_id = special_ids
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(_bilingual_lines(drop_chars=drop_chars)), model_writer=buffer, vocab_size=vocab_size,
-        model_type="unigram", character_coverage=character_coverage, unk_id=unk_id, bos_id=bos_id, eos_id=eos_id,
-        pad_id=pad_id, num_threads=1, minloglevel=2,
+        sentence_iterator=iter(_bilingual_lines(drop_chars=drop_chars)),
+        model_writer=buffer,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=character_coverage,
+        unk_id=unk_id,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        pad_id=pad_id,
+        num_threads=1,
+        minloglevel=2,
     )
     processor = spm.SentencePieceProcessor(model_proto=buffer.getvalue())
     return tuple((processor.id_to_piece(i), processor.get_score(i)) for i in range(processor.get_piece_size()))
@@ -80,11 +97,22 @@ def t5_checkpoint(folder: str | Path, extra_ids: int = 4, d_model: int = 32, num
     vocab = sentencepiece_vocab(drop_chars="{}", special_ids=(2, -1, 1, 0))  # T5 order: <pad>, </s>, <unk>
     tokenizer = T5Tokenizer(vocab=list(vocab), extra_ids=extra_ids)
     model = tiny_base(
-        "t5", (len(tokenizer) // 64 + 1) * 64, d_model=d_model, layers=num_layers, decisive_init=False,
+        "t5",
+        (len(tokenizer) // 64 + 1) * 64,
+        d_model=d_model,
+        layers=num_layers,
+        decisive_init=False,
         generation={},  # t5-small's generation config sets neither max_length nor num_beams
         task_specific_params={
-            "summarization": {"early_stopping": True, "length_penalty": 2.0, "max_length": 64, "min_length": 8,
-                              "no_repeat_ngram_size": 3, "num_beams": 4, "prefix": "summarize: "},
+            "summarization": {
+                "early_stopping": True,
+                "length_penalty": 2.0,
+                "max_length": 64,
+                "min_length": 8,
+                "no_repeat_ngram_size": 3,
+                "num_beams": 4,
+                "prefix": "summarize: ",
+            },
             "translation_en_to_de": T5_EN_DE,
             "translation_en_to_fr": {**T5_EN_DE, "prefix": "translate English to French: "},
             "translation_en_to_ro": {**T5_EN_DE, "prefix": "translate English to Romanian: "},
@@ -99,8 +127,13 @@ def _byte_level_bpe(vocab_size: int = 1000) -> tuple[dict[str, int], list[tuple[
     from tokenizers import ByteLevelBPETokenizer
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(_bilingual_lines(), vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
+    bpe.train_from_iterator(
+        _bilingual_lines(),
+        vocab_size=vocab_size,
+        min_frequency=2,
+        show_progress=False,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+    )
     model = json.loads(bpe._tokenizer.to_str())["model"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
     return model["vocab"], merges
@@ -114,7 +147,11 @@ def bart_checkpoint(folder: str | Path) -> Path:
     vocab, merges = _byte_level_bpe()
     tokenizer = BartTokenizer(vocab=dict(vocab), merges=list(merges))
     model = tiny_base(
-        "bart", tokenizer=tokenizer, decisive_init=False, forced_bos_token_id=0, forced_eos_token_id=2,
+        "bart",
+        tokenizer=tokenizer,
+        decisive_init=False,
+        forced_bos_token_id=0,
+        forced_eos_token_id=2,
         generation=dict(num_beams=4, no_repeat_ngram_size=3, early_stopping=True, max_length=64),
     )
     return _save(folder, model, tokenizer)
@@ -128,7 +165,12 @@ def mbart50_checkpoint(folder: str | Path) -> Path:
     vocab = sentencepiece_vocab()  # <unk>, <s>, </s>, pieces: MBart50Tokenizer puts <s> <pad> </s> <unk> first
     tokenizer = MBart50Tokenizer(vocab=list(vocab), src_lang="en_XX", tgt_lang="ro_RO")
     model = tiny_base(
-        "mbart", tokenizer=tokenizer, decisive_init=False, scale_embedding=True, bos_token_id=0, forced_eos_token_id=2,
+        "mbart",
+        tokenizer=tokenizer,
+        decisive_init=False,
+        scale_embedding=True,
+        bos_token_id=0,
+        forced_eos_token_id=2,
         generation=dict(num_beams=5, early_stopping=True, max_length=64),
     )
     return _save(folder, model, tokenizer)

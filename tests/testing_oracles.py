@@ -35,6 +35,14 @@ class CopyTheSource(LogitsProcessor):
 def oracle_copy_model(tokenizer) -> PointerGeneratorForConditionalGeneration:
     """A one-layer BART pointer-generator over `tokenizer` (no <s>, 256 positions): the oracle replaces its scores, so
     its weights only give the shapes."""
-    base = tiny_base("bart", tokenizer=tokenizer, d_model=16, layers=1, heads=2, max_position_embeddings=256,
-                     bos_token_id=None, decisive_init=False)
+    base = tiny_base(
+        "bart",
+        tokenizer=tokenizer,
+        d_model=16,
+        layers=1,
+        heads=2,
+        max_position_embeddings=256,
+        bos_token_id=None,
+        decisive_init=False,
+    )
     return PointerGeneratorForConditionalGeneration.from_base(base, unk_token_id=tokenizer.unk_token_id).eval()

@@ -87,9 +87,17 @@ def train_sentencepiece(
     unk_id, bos_id, eos_id, pad_id = special_ids
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=buffer, vocab_size=vocab_size, model_type=model_type,
-        character_coverage=character_coverage, unk_id=unk_id, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id,
-        num_threads=1, minloglevel=2,
+        sentence_iterator=iter(lines),
+        model_writer=buffer,
+        vocab_size=vocab_size,
+        model_type=model_type,
+        character_coverage=character_coverage,
+        unk_id=unk_id,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        pad_id=pad_id,
+        num_threads=1,
+        minloglevel=2,
     )
     return buffer.getvalue()
 
@@ -106,8 +114,12 @@ def _write_json(path: Path, data) -> None:
 
 
 def marian_tokenizer_folder(
-    folder: str | Path, vocab_size: int = 600, character_coverage: float = 0.98, source_lang: str = "en",
-    target_lang: str = "de", drop_chars: str = "{}",
+    folder: str | Path,
+    vocab_size: int = 600,
+    character_coverage: float = 0.98,
+    source_lang: str = "en",
+    target_lang: str = "de",
+    drop_chars: str = "{}",
 ) -> Path:
     """Write an opus-mt-style Marian tokenizer into `folder`: separate source/target SentencePiece models, one
     shared vocab.json (Hub id order, not the SentencePiece ids). Load it with `MarianTokenizer.from_pretrained` or
@@ -129,16 +141,25 @@ def marian_tokenizer_folder(
     _write_json(folder / "vocab.json", vocab)
     _write_json(
         folder / "tokenizer_config.json",
-        {"source_lang": source_lang, "target_lang": target_lang, "model_max_length": 512, "separate_vocabs": False,
-         "tokenizer_class": "MarianTokenizer"},
+        {
+            "source_lang": source_lang,
+            "target_lang": target_lang,
+            "model_max_length": 512,
+            "separate_vocabs": False,
+            "tokenizer_class": "MarianTokenizer",
+        },
     )
     _write_json(folder / "special_tokens_map.json", {"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"})
     return folder
 
 
 def m2m100_tokenizer_folder(
-    folder: str | Path, vocab_size: int = 600, character_coverage: float = 0.98, src_lang: str = "en",
-    tgt_lang: str = "de", drop_chars: str = "{}",
+    folder: str | Path,
+    vocab_size: int = 600,
+    character_coverage: float = 0.98,
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+    drop_chars: str = "{}",
 ) -> Path:
     """Write an M2M100 tokenizer into `folder`: one BPE SentencePiece model trained on English and German text,
     fairseq-ordered vocab.json. Load it with `M2M100Tokenizer.from_pretrained` or `AutoTokenizer.from_pretrained`.
@@ -156,8 +177,14 @@ def m2m100_tokenizer_folder(
     _write_json(folder / "vocab.json", vocab)
     _write_json(
         folder / "tokenizer_config.json",
-        {"src_lang": src_lang, "tgt_lang": tgt_lang, "language_codes": "m2m100", "num_madeup_words": 8,
-         "model_max_length": 1024, "tokenizer_class": "M2M100Tokenizer"},
+        {
+            "src_lang": src_lang,
+            "tgt_lang": tgt_lang,
+            "language_codes": "m2m100",
+            "num_madeup_words": 8,
+            "model_max_length": 1024,
+            "tokenizer_class": "M2M100Tokenizer",
+        },
     )
     _write_json(
         folder / "special_tokens_map.json",
@@ -171,12 +198,24 @@ def _train_bilingual_bpe(vocab_size: int, character_coverage: float, drop_chars:
     import sentencepiece as spm
 
     table = str.maketrans("", "", drop_chars)
-    lines = [" ".join(t.translate(table).split()) for pair in zip(corpus_lines("en", 4000), corpus_lines("de", 4000))
-             for t in pair]
+    lines = [
+        " ".join(t.translate(table).split())
+        for pair in zip(corpus_lines("en", 4000), corpus_lines("de", 4000))
+        for t in pair
+    ]
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=buffer, vocab_size=vocab_size, model_type="bpe",
-        character_coverage=character_coverage, unk_id=3, bos_id=0, eos_id=2, pad_id=1, num_threads=1, minloglevel=2,
+        sentence_iterator=iter(lines),
+        model_writer=buffer,
+        vocab_size=vocab_size,
+        model_type="bpe",
+        character_coverage=character_coverage,
+        unk_id=3,
+        bos_id=0,
+        eos_id=2,
+        pad_id=1,
+        num_threads=1,
+        minloglevel=2,
     )
     return buffer.getvalue()
 
@@ -190,9 +229,13 @@ def marian_checkpoint(folder: str | Path, vocab_size: int = 600, character_cover
     tokenizer = MarianTokenizer.from_pretrained(folder)
     pad = tokenizer.pad_token_id
     model = tiny_base(
-        "marian", tokenizer=tokenizer, decisive_init=False, forced_eos_token_id=tokenizer.eos_token_id,
-        generation=dict(max_length=32, num_beams=1, bad_words_ids=[[pad]], decoder_start_token_id=pad,
-                        pad_token_id=pad),
+        "marian",
+        tokenizer=tokenizer,
+        decisive_init=False,
+        forced_eos_token_id=tokenizer.eos_token_id,
+        generation=dict(
+            max_length=32, num_beams=1, bad_words_ids=[[pad]], decoder_start_token_id=pad, pad_token_id=pad
+        ),
     )
     model.save_pretrained(folder)
     return folder
@@ -211,8 +254,12 @@ def m2m100_checkpoint(folder: str | Path, vocab_size: int = 600, character_cover
     folder = m2m100_tokenizer_folder(folder, vocab_size, character_coverage)
     tokenizer = M2M100Tokenizer.from_pretrained(folder)
     model = tiny_base(
-        "m2m_100", m2m100_model_width(tokenizer), tokenizer=tokenizer, decisive_init=False,
-        forced_eos_token_id=tokenizer.eos_token_id, generation=dict(max_length=32, num_beams=1),
+        "m2m_100",
+        m2m100_model_width(tokenizer),
+        tokenizer=tokenizer,
+        decisive_init=False,
+        forced_eos_token_id=tokenizer.eos_token_id,
+        generation=dict(max_length=32, num_beams=1),
     )
     model.save_pretrained(folder)
     return folder

@@ -42,8 +42,16 @@ def _special_ids(family: str, tokenizer) -> dict:
 
 
 def tiny_config(
-    family: str, vocab_size: int | None = None, *, tokenizer=None, d_model: int = 32, layers: int = 2, heads: int = 4,
-    ffn_dim: int | None = None, decisive_init: bool = True, **overrides,
+    family: str,
+    vocab_size: int | None = None,
+    *,
+    tokenizer=None,
+    d_model: int = 32,
+    layers: int = 2,
+    heads: int = 4,
+    ffn_dim: int | None = None,
+    decisive_init: bool = True,
+    **overrides,
 ):
     """The config of a tiny `family` encoder-decoder: the one builder every test's tiny model comes from.
 
@@ -60,26 +68,46 @@ def tiny_config(
         vocab_size = len(tokenizer) if tokenizer is not None else VOCAB
     ffn_dim = ffn_dim or 2 * d_model
     if family == "t5":
-        settings = dict(d_model=d_model, d_kv=d_model // heads, d_ff=ffn_dim, num_layers=layers,
-                        num_decoder_layers=layers, num_heads=heads)
+        settings = dict(
+            d_model=d_model,
+            d_kv=d_model // heads,
+            d_ff=ffn_dim,
+            num_layers=layers,
+            num_decoder_layers=layers,
+            num_heads=heads,
+        )
         if decisive_init:
             settings["initializer_factor"] = 8.0
     elif family in _FAMILY_IDS:
-        settings = dict(d_model=d_model, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=heads,
-                        decoder_attention_heads=heads, encoder_ffn_dim=ffn_dim, decoder_ffn_dim=ffn_dim,
-                        max_position_embeddings=128, forced_eos_token_id=None)
+        settings = dict(
+            d_model=d_model,
+            encoder_layers=layers,
+            decoder_layers=layers,
+            encoder_attention_heads=heads,
+            decoder_attention_heads=heads,
+            encoder_ffn_dim=ffn_dim,
+            decoder_ffn_dim=ffn_dim,
+            max_position_embeddings=128,
+            forced_eos_token_id=None,
+        )
         if decisive_init:
             settings["init_std"] = 0.2
         if family == "marian":
             settings["decoder_vocab_size"] = vocab_size  # shared source and target vocabularies
     else:
         raise ValueError(f"no tiny config for family {family!r}; known: {', '.join(_FAMILY_IDS)}")
-    return AutoConfig.for_model(family, vocab_size=vocab_size, **{**settings, **_special_ids(family, tokenizer),
-                                                                   **overrides})
+    return AutoConfig.for_model(
+        family, vocab_size=vocab_size, **{**settings, **_special_ids(family, tokenizer), **overrides}
+    )
 
 
 def tiny_base(
-    family: str, vocab_size: int | None = None, seed: int = 0, *, tokenizer=None, generation: dict | None = None,
+    family: str,
+    vocab_size: int | None = None,
+    seed: int = 0,
+    *,
+    tokenizer=None,
+    generation: dict | None = None,
     **config_overrides,
 ):
     """A small randomly initialised base of `family` (in eval mode), from `tiny_config(family, vocab_size,
@@ -118,7 +146,6 @@ def source_batch(vocab_size: int = VOCAB, unk: int = UNK):
     attention_mask = torch.ones_like(input_ids)
     attention_mask[2, 7] = 0
     return input_ids, attention_mask, extended
-
 
 
 def corpus_texts(split: str, min_words: int = 3, max_words: int = 8, limit: int | None = None) -> list[str]:
@@ -174,11 +201,17 @@ def run_without_hf_pgen(code: str, env: dict | None = None, timeout: int = 300) 
     import sys
     import tempfile
 
-    check = "\nassert not any(m == 'hf_pgen' or m.startswith('hf_pgen.') for m in sys.modules), 'hf_pgen was imported'\n"
+    check = (
+        "\nassert not any(m == 'hf_pgen' or m.startswith('hf_pgen.') for m in sys.modules), 'hf_pgen was imported'\n"
+    )
     full_env = {**os.environ, "PYTHONPATH": "", **(env or {})}
     result = subprocess.run(
-        [sys.executable, "-c", _BLOCK_HF_PGEN + code + check], capture_output=True, text=True, timeout=timeout,
-        env=full_env, cwd=tempfile.gettempdir(),
+        [sys.executable, "-c", _BLOCK_HF_PGEN + code + check],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=tempfile.gettempdir(),
     )
     if result.returncode != 0:
         raise AssertionError(f"subprocess failed ({result.returncode}):\n{result.stderr[-4000:]}")
@@ -199,13 +232,50 @@ def tiny_args(output_dir, *extra, steps=24, save_steps=12):
     """run_translation arguments that train the tiny BART and a word-level tokenizer on 200 corpus pairs for `steps`
     steps, then evaluate on 16 and predict PREDICT_SAMPLES; `extra` arguments go last."""
     return [
-        "--model_type", "bart", "--config_overrides", TINY,
-        "--train_tokenizer", "--tokenizer_type", "wordlevel", "--tokenizer_vocab_size", "600",
-        "--max_train_samples", "200", "--max_eval_samples", "16", "--max_predict_samples", str(PREDICT_SAMPLES),
-        "--max_source_length", "24", "--max_target_length", "24", "--val_max_target_length", "12",
-        "--do_train", "--do_eval", "--do_predict", "--predict_with_generate",
-        "--max_steps", str(steps), "--save_steps", str(save_steps), "--logging_steps", "6",
-        "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "32", "--learning_rate", "3e-3",
-        "--report_to", "none", "--dataloader_pin_memory", "false", "--disable_tqdm", "true",
-        "--output_dir", str(output_dir), *extra,
+        "--model_type",
+        "bart",
+        "--config_overrides",
+        TINY,
+        "--train_tokenizer",
+        "--tokenizer_type",
+        "wordlevel",
+        "--tokenizer_vocab_size",
+        "600",
+        "--max_train_samples",
+        "200",
+        "--max_eval_samples",
+        "16",
+        "--max_predict_samples",
+        str(PREDICT_SAMPLES),
+        "--max_source_length",
+        "24",
+        "--max_target_length",
+        "24",
+        "--val_max_target_length",
+        "12",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--predict_with_generate",
+        "--max_steps",
+        str(steps),
+        "--save_steps",
+        str(save_steps),
+        "--logging_steps",
+        "6",
+        "--per_device_train_batch_size",
+        "16",
+        "--per_device_eval_batch_size",
+        "32",
+        "--learning_rate",
+        "3e-3",
+        "--report_to",
+        "none",
+        "--dataloader_pin_memory",
+        "false",
+        "--disable_tqdm",
+        "true",
+        "--output_dir",
+        str(output_dir),
+        *extra,
     ]

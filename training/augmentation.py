@@ -42,10 +42,10 @@ def _renamed(placeholder: str, name: str, rng: random.Random) -> str | None:
     match = PLACEHOLDER_PATTERN.fullmatch(placeholder)
     kind = match.lastgroup if match else None
     if kind == "pynamed":  # %(name) + flags, width, conversion
-        return f"%({name}){placeholder[placeholder.index(')') + 1:]}"
+        return f"%({name}){placeholder[placeholder.index(')') + 1 :]}"
     if kind == "brace":  # {name}, {0}, {}, {x:.2f}, {x!r}; not {obj.attr} or {items[0]}
         field = _FIELD_NAME.match(placeholder, 1)
-        rest = placeholder[field.end():]
+        rest = placeholder[field.end() :]
         if rest[0] not in "!:}":
             return None
         if not field.group() and rng.random() < 0.5:
@@ -74,9 +74,7 @@ def _fresh_name(rng: random.Random, names: Sequence[str]) -> str:
     return rng.choice(names)
 
 
-def placeholder_variant(
-    source: str, target: str, rng: random.Random, names: Sequence[str]
-) -> tuple[str, str] | None:
+def placeholder_variant(source: str, target: str, rng: random.Random, names: Sequence[str]) -> tuple[str, str] | None:
     """A new (source, target) pair with fresh placeholder names (drawn from `names`), or None when the pair has
     nothing to rename and no word to turn into a placeholder.
 
@@ -112,9 +110,7 @@ def placeholder_variant(
     return pattern.sub(placeholder, source, count=1), pattern.sub(placeholder, target, count=1)
 
 
-def augment_placeholders(
-    sources: Sequence[str], targets: Sequence[str], seed: int
-) -> tuple[list[str], list[str]]:
+def augment_placeholders(sources: Sequence[str], targets: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
     """The extra pairs for a training split: one `placeholder_variant` per pair that has one, with names drawn from
     the split's own lower-case source words (what real placeholders are named after)."""
     names = sorted({w for s in sources for w in re.findall(r"\b[a-z]{2,12}\b", s)})
@@ -131,7 +127,9 @@ def augment_placeholders(
 
 
 # What `respelled_variant` respells: the shared words of `_SHARED_WORD`, and identifiers such as trac.ini or new_rev.
-_COPYABLE_WORD = re.compile(r"(?<![\w%{(<$#/.-])(?:[A-Za-z]\w*(?:[_.]\w+)+|[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)(?![\w}>)/-])")
+_COPYABLE_WORD = re.compile(
+    r"(?<![\w%{(<$#/.-])(?:[A-Za-z]\w*(?:[_.]\w+)+|[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)(?![\w}>)/-])"
+)
 
 
 def _respelled(word: str, rng: random.Random) -> str:
@@ -168,16 +166,21 @@ def respelled_variant(source: str, target: str, rng: random.Random) -> tuple[str
     if not shared:
         return None
     mapping = {word: _respelled(word, rng) for word in shared}
-    spans = [(source, [(a, b) for a, b, w in source_words if w in mapping]),
-             (target, [(a, b) for a, b, w in target_words if w in mapping])]
+    spans = [
+        (source, [(a, b) for a, b, w in source_words if w in mapping]),
+        (target, [(a, b) for a, b, w in target_words if w in mapping]),
+    ]
     return tuple(_replace(text, found, mapping) for text, found in spans)
 
 
 def _copyable_words(text: str) -> list[tuple[int, int, str]]:
     """`_COPYABLE_WORD` matches of `text` that touch no placeholder (`%(name)s.attr` holds no word `s.attr`)."""
     edges = [(a, b) for a, b in placeholder_spans(text)]
-    return [(m.start(), m.end(), m.group()) for m in _COPYABLE_WORD.finditer(text)
-            if not any(a <= m.end() and m.start() <= b for a, b in edges)]
+    return [
+        (m.start(), m.end(), m.group())
+        for m in _COPYABLE_WORD.finditer(text)
+        if not any(a <= m.end() and m.start() <= b for a, b in edges)
+    ]
 
 
 def augment_unseen_words(sources: Sequence[str], targets: Sequence[str], seed: int) -> tuple[list[str], list[str]]:

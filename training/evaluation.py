@@ -41,16 +41,25 @@ def mean_p_gen(trainer, dataset) -> float | None:
     return float(total[0] / total[1]) if total[1] > 0 else None
 
 
-def decode_predictions(predictions: np.ndarray, oov_words: list[list[str]] | None, tokenizer, vocab_size: int,
-                       oov_spacing: list[list[dict]] | None = None) -> list[str]:
+def decode_predictions(
+    predictions: np.ndarray,
+    oov_words: list[list[str]] | None,
+    tokenizer,
+    vocab_size: int,
+    oov_spacing: list[list[dict]] | None = None,
+) -> list[str]:
     """Generated ids (rows in dataset order, -100 padded) as text, copied words spliced in from each row's table
     (and spaced by its `oov_spacing` records, when given)."""
     if isinstance(predictions, tuple):
         predictions = predictions[0]
     tables = oov_words if oov_words is not None else [None] * len(predictions)
     spacing = oov_spacing if oov_words is not None else None
-    return [text.strip() for text in batch_decode_with_oovs(tokenizer, predictions, tables, vocab_size=vocab_size,
-                                                            oov_spacing_per_example=spacing)]
+    return [
+        text.strip()
+        for text in batch_decode_with_oovs(
+            tokenizer, predictions, tables, vocab_size=vocab_size, oov_spacing_per_example=spacing
+        )
+    ]
 
 
 def write_predictions(path: str | Path, predictions: list[str]) -> None:
@@ -60,8 +69,17 @@ def write_predictions(path: str | Path, predictions: list[str]) -> None:
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_copy_records(output_dir: str | Path, model, tokenizer, sources: list[str], *, prefix: str = "",
-                       num_beams: int = 1, max_length: int | None = None, protect=None) -> list[dict]:
+def write_copy_records(
+    output_dir: str | Path,
+    model,
+    tokenizer,
+    sources: list[str],
+    *,
+    prefix: str = "",
+    num_beams: int = 1,
+    max_length: int | None = None,
+    protect=None,
+) -> list[dict]:
     """Translate `sources` through `pipeline("translation")` with `return_copy_info=True`, as a user would, and
     write the records to `copy_records.jsonl` (one per line) and `copies.html` (`hf_pgen.visualize.to_html`)."""
     import json

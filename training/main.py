@@ -116,8 +116,12 @@ class System:
 
 
 # The levers of copying what nobody listed (issue 31), each a run_translation flag: model options and a data one.
-LEVERS = {"sr": ("--selective_read", "selective read"), "cn": ("--copy_next", "copy-next"),
-          "cov": ("--coverage", "coverage"), "ca": ("--copy_augmentation", "copy augmentation")}
+LEVERS = {
+    "sr": ("--selective_read", "selective read"),
+    "cn": ("--copy_next", "copy-next"),
+    "cov": ("--coverage", "coverage"),
+    "ca": ("--copy_augmentation", "copy augmentation"),
+}
 # The levers that helped, together, per vocabulary: the pointer-generator recipe since issue 31. Copy-next is what
 # helped the word-level model most (unseen terms kept 63.6% -> 70.7% alone); beside selective read and copy
 # augmentation on unigram subwords it cost about 2 chrF in two seeds (p 0.001 both) and bought no copying.
@@ -136,70 +140,140 @@ def _recipe_name(plain: System) -> str:
 
 # The pointer-generators as before issue 31's levers ...
 _PGEN = (
-    System("pgen-word", "pointer-generator, word-level vocabulary (placeholders only copied)", "wordlevel", copy=True,
-           train_args=_with_levers(())),
+    System(
+        "pgen-word",
+        "pointer-generator, word-level vocabulary (placeholders only copied)",
+        "wordlevel",
+        copy=True,
+        train_args=_with_levers(()),
+    ),
     System("pgen-subword", "pointer-generator, unigram subwords", "unigram", copy=True, train_args=_with_levers(())),
 )
 # ... with the recipe's levers ...
 _LEVERED = tuple(
-    System(_recipe_name(p), f"{p.label} + {', '.join(LEVERS[k][1] for k in RECIPE_LEVERS[p.tokenizer])}",
-           p.tokenizer, copy=True, train_args=_with_levers(RECIPE_LEVERS[p.tokenizer])) for p in _PGEN
+    System(
+        _recipe_name(p),
+        f"{p.label} + {', '.join(LEVERS[k][1] for k in RECIPE_LEVERS[p.tokenizer])}",
+        p.tokenizer,
+        copy=True,
+        train_args=_with_levers(RECIPE_LEVERS[p.tokenizer]),
+    )
+    for p in _PGEN
 )
 # ... with each lever alone, at the same budget: what each buys; and the unigram recipe with copy-next added back:
 # what it costs there (all left out by --no_ablations).
 _WITH_COPY_NEXT = ("sr", "cn", "ca")
-ABLATIONS = (*(System(f"{p.name}-{key}", f"{p.label} + {label}", p.tokenizer, copy=True,
-                      train_args=_with_levers((key,)))
-               for p in _PGEN for key, (_, label) in LEVERS.items()),
-             *(System(f"{p.name}-{'-'.join(_WITH_COPY_NEXT)}",
-                      f"{p.label} + {', '.join(LEVERS[k][1] for k in _WITH_COPY_NEXT)}", p.tokenizer, copy=True,
-                      train_args=_with_levers(_WITH_COPY_NEXT))
-               for p in _PGEN if "cn" not in RECIPE_LEVERS[p.tokenizer]))
+ABLATIONS = (
+    *(
+        System(f"{p.name}-{key}", f"{p.label} + {label}", p.tokenizer, copy=True, train_args=_with_levers((key,)))
+        for p in _PGEN
+        for key, (_, label) in LEVERS.items()
+    ),
+    *(
+        System(
+            f"{p.name}-{'-'.join(_WITH_COPY_NEXT)}",
+            f"{p.label} + {', '.join(LEVERS[k][1] for k in _WITH_COPY_NEXT)}",
+            p.tokenizer,
+            copy=True,
+            train_args=_with_levers(_WITH_COPY_NEXT),
+        )
+        for p in _PGEN
+        if "cn" not in RECIPE_LEVERS[p.tokenizer]
+    ),
+)
 _NOCOPY = System("subword-nocopy", "no-copy Transformer, unigram subwords", "unigram", copy=False)
 # run_translation's model defaults for a unigram tokenizer (selective read; with copy-next too, hint TSR was the same:
 # 0.761 against 0.764)
-_GLOSS = System("pgen-subword-gloss", "pointer-generator, unigram subwords + selective read, trained with glossary "
-                "annotation", "unigram", copy=True, train_args=("--glossary_augmentation", *_with_levers(("sr",))))
+_GLOSS = System(
+    "pgen-subword-gloss",
+    "pointer-generator, unigram subwords + selective read, trained with glossary annotation",
+    "unigram",
+    copy=True,
+    train_args=("--glossary_augmentation", *_with_levers(("sr",))),
+)
 # Inline annotation needs no copy head (Dinu et al. 2019): the no-copy model trained the same way, to compare.
-_NOCOPY_GLOSS = System("subword-nocopy-gloss", "no-copy Transformer, unigram subwords, trained with glossary "
-                       "annotation", "unigram", copy=False, train_args=("--glossary_augmentation",))
+_NOCOPY_GLOSS = System(
+    "subword-nocopy-gloss",
+    "no-copy Transformer, unigram subwords, trained with glossary annotation",
+    "unigram",
+    copy=False,
+    train_args=("--glossary_augmentation",),
+)
 TRAINED = (_NOCOPY, *_PGEN, *_LEVERED, *ABLATIONS, _GLOSS, _NOCOPY_GLOSS)
 _MAIN = (_NOCOPY, *_PGEN, *_LEVERED)  # decoded again with protected placeholders and on the second held-out set
 BEAMS = 4
 SYSTEMS = (
     System("copy-source", "copy the source verbatim"),
-    *[s for t in _MAIN for s in (t, System(t.name + "+protect", t.label + " + protected placeholders",
-                                           t.tokenizer, t.copy, protect=True))],
+    *[
+        s
+        for t in _MAIN
+        for s in (
+            t,
+            System(t.name + "+protect", t.label + " + protected placeholders", t.tokenizer, t.copy, protect=True),
+        )
+    ],
     *ABLATIONS,
     # Beam search, a decoding lever of copying (issue 31): the recipe models, nothing protected.
-    *[System(t.name + f"+beam{BEAMS}", t.label + f" + beam search ({BEAMS} beams)", t.tokenizer, t.copy, beams=BEAMS)
-      for t in _LEVERED],
+    *[
+        System(t.name + f"+beam{BEAMS}", t.label + f" + beam search ({BEAMS} beams)", t.tokenizer, t.copy, beams=BEAMS)
+        for t in _LEVERED
+    ],
     _GLOSS,
     _NOCOPY_GLOSS,
-    *[System(t.name + "+terms", t.label + " + test terms guaranteed", t.tokenizer, t.copy, terms="test")
-      for t in (_NOCOPY, *_PGEN, _GLOSS, _NOCOPY_GLOSS)],
-    *[s for g in (_GLOSS, _NOCOPY_GLOSS) for s in (
-        System(g.name + "+hint", g.label + " + test terms as hints", g.tokenizer, g.copy, terms="test",
-               glossary_mode="hint"),
-        System(g.name + "+random", g.label + " + random terms as hints", g.tokenizer, g.copy, terms="random",
-               glossary_mode="hint"),
-    )],
+    *[
+        System(t.name + "+terms", t.label + " + test terms guaranteed", t.tokenizer, t.copy, terms="test")
+        for t in (_NOCOPY, *_PGEN, _GLOSS, _NOCOPY_GLOSS)
+    ],
+    *[
+        s
+        for g in (_GLOSS, _NOCOPY_GLOSS)
+        for s in (
+            System(
+                g.name + "+hint",
+                g.label + " + test terms as hints",
+                g.tokenizer,
+                g.copy,
+                terms="test",
+                glossary_mode="hint",
+            ),
+            System(
+                g.name + "+random",
+                g.label + " + random terms as hints",
+                g.tokenizer,
+                g.copy,
+                terms="random",
+                glossary_mode="hint",
+            ),
+        )
+    ],
 )
 
 
 def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batch_size: int) -> list[str]:
     """run_translation arguments shared by every trained system."""
     args = [
-        "--model_type", MODEL_TYPE,
-        "--config_overrides", CONFIG_OVERRIDES,
-        "--source_lang", "en", "--target_lang", "de",
-        "--max_source_length", str(MAX_SOURCE_LENGTH), "--max_target_length", str(MAX_TARGET_LENGTH),
-        "--do_train", "--do_predict", "--predict_with_generate",
-        "--num_beams", str(num_beams),
+        "--model_type",
+        MODEL_TYPE,
+        "--config_overrides",
+        CONFIG_OVERRIDES,
+        "--source_lang",
+        "en",
+        "--target_lang",
+        "de",
+        "--max_source_length",
+        str(MAX_SOURCE_LENGTH),
+        "--max_target_length",
+        str(MAX_TARGET_LENGTH),
+        "--do_train",
+        "--do_predict",
+        "--predict_with_generate",
+        "--num_beams",
+        str(num_beams),
         # Undertrained models loop ("%(size)s %(size)s %(size)s", "die die die"); measured on the last run's three
         # models, greedy: BLEU +0.2 to +0.7, chrF +0.4 to +1.2, with protection too (the saved generation config keeps
         # it for the +protect runs and the pipeline).
-        "--no_repeat_ngram_size", "3",
+        "--no_repeat_ngram_size",
+        "3",
         # Copy-only words (out of the vocabulary) at most as often as in the source: half the placeholder misses of
         # the word-level pointer-generator were a copy repeated ("%(path)s von %(path)s"). Measured on it at 10,000
         # steps: placeholders kept 79.2% -> 87.2%, BLEU 35.6 -> 35.8, unseen terms copied 44.2% -> 45.7%. A no-copy
@@ -211,17 +285,42 @@ def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batc
         # word-level 80.2% -> 84.7% (BLEU 30.4 -> 31.6); the best BLEU with protection 33.6 -> 34.4
         # (p 0.12 -> 0.008 against copy-source).
         "--placeholder_augmentation",
-        "--per_device_train_batch_size", str(batch_size), "--per_device_eval_batch_size", "128",
+        "--per_device_train_batch_size",
+        str(batch_size),
+        "--per_device_eval_batch_size",
+        "128",
         # 1e-3: measured at 5,000 steps (unigram, greedy), 2e-3 left the no-copy model a language model that ignores
         # its source (BLEU 0.2) and 1e-3 beat both 2e-3 and 5e-4 for the pointer-generator (chrF 30.5 against 26.3 and 25.9).
-        "--learning_rate", "1e-3", "--lr_scheduler_type", "linear", "--warmup_steps", str(max(max_steps // 12, 1)),
-        "--label_smoothing_factor", "0.1",
-        "--weight_decay", "0.01", "--max_grad_norm", "1.0",
-        "--max_steps", str(max_steps),
-        "--logging_steps", "100", "--save_steps", "500", "--save_total_limit", "1",
-        "--seed", "42", "--data_seed", "42",
-        "--report_to", "none", "--dataloader_pin_memory", "false",
-        "--train_sampling_strategy", "group_by_length",
+        "--learning_rate",
+        "1e-3",
+        "--lr_scheduler_type",
+        "linear",
+        "--warmup_steps",
+        str(max(max_steps // 12, 1)),
+        "--label_smoothing_factor",
+        "0.1",
+        "--weight_decay",
+        "0.01",
+        "--max_grad_norm",
+        "1.0",
+        "--max_steps",
+        str(max_steps),
+        "--logging_steps",
+        "100",
+        "--save_steps",
+        "500",
+        "--save_total_limit",
+        "1",
+        "--seed",
+        "42",
+        "--data_seed",
+        "42",
+        "--report_to",
+        "none",
+        "--dataloader_pin_memory",
+        "false",
+        "--train_sampling_strategy",
+        "group_by_length",
     ]
     if max_predict_samples is not None:
         args += ["--max_predict_samples", str(max_predict_samples)]
@@ -235,16 +334,38 @@ HELDOUT_SYSTEMS = tuple(s for s in SYSTEMS if s.model_of in {t.name for t in _MA
 _TERM_SYSTEMS = {_GLOSS.name, _NOCOPY_GLOSS.name} | {s.name for s in SYSTEMS if s.terms}
 
 
-def decode_recipe(model_dir: Path, copy: bool, max_predict_samples: int | None, num_beams: int,
-                  guard: tuple[str, ...] = ("--protect", "placeholders")) -> list[str]:
+def decode_recipe(
+    model_dir: Path,
+    copy: bool,
+    max_predict_samples: int | None,
+    num_beams: int,
+    guard: tuple[str, ...] = ("--protect", "placeholders"),
+) -> list[str]:
     """run_translation arguments that decode the test split with a trained folder, placeholders protected (or with
     the `guard` arguments instead: a term base)."""
     args = [
-        "--model_name_or_path", str(model_dir), "--copy_mechanism" if copy else "--no_copy_mechanism",
-        "--source_lang", "en", "--target_lang", "de",
-        "--max_source_length", str(MAX_SOURCE_LENGTH), "--max_target_length", str(MAX_TARGET_LENGTH),
-        "--do_predict", "--predict_with_generate", *guard, "--num_beams", str(num_beams),
-        "--per_device_eval_batch_size", "128", "--report_to", "none", "--dataloader_pin_memory", "false",
+        "--model_name_or_path",
+        str(model_dir),
+        "--copy_mechanism" if copy else "--no_copy_mechanism",
+        "--source_lang",
+        "en",
+        "--target_lang",
+        "de",
+        "--max_source_length",
+        str(MAX_SOURCE_LENGTH),
+        "--max_target_length",
+        str(MAX_TARGET_LENGTH),
+        "--do_predict",
+        "--predict_with_generate",
+        *guard,
+        "--num_beams",
+        str(num_beams),
+        "--per_device_eval_batch_size",
+        "128",
+        "--report_to",
+        "none",
+        "--dataloader_pin_memory",
+        "false",
     ]
     if max_predict_samples is not None:
         args += ["--max_predict_samples", str(max_predict_samples)]
@@ -293,8 +414,9 @@ def _progress(log_path: Path) -> tuple[int, int] | None:
     return (int(found[-1][0]), int(found[-1][1])) if found else None
 
 
-def run_jobs(jobs: list[tuple[str, list[str], str | None]], out: Path, workers: int, started: float,
-             done: dict | None = None) -> tuple[dict, dict]:
+def run_jobs(
+    jobs: list[tuple[str, list[str], str | None]], out: Path, workers: int, started: float, done: dict | None = None
+) -> tuple[dict, dict]:
     """Run `(name, run_translation argv, name of the job it needs first or None)` jobs, `workers` at a time, in
     order as their needs are met, printing progress; returns their results (with those of `done`, finished before)
     and wall times."""
@@ -327,8 +449,11 @@ def run_jobs(jobs: list[tuple[str, list[str], str | None]], out: Path, workers: 
                     other.terminate()
                 raise RuntimeError(f"{name} failed (log: {log}):\n{payload}")
             results[name] = payload
-            print(f"  finished {name} in {_clock(walls[name])}: BLEU {payload.get('predict_bleu', float('nan')):.1f}, "
-                  f"chrF {payload.get('predict_chrf', float('nan')):.1f}", flush=True)
+            print(
+                f"  finished {name} in {_clock(walls[name])}: BLEU {payload.get('predict_bleu', float('nan')):.1f}, "
+                f"chrF {payload.get('predict_chrf', float('nan')):.1f}",
+                flush=True,
+            )
         if running and time.perf_counter() - last_report > 30:
             last_report = time.perf_counter()
             parts, fractions = [], []
@@ -343,7 +468,8 @@ def run_jobs(jobs: list[tuple[str, list[str], str | None]], out: Path, workers: 
             if fractions and all(f > 0.05 for f, _ in fractions):
                 left = max(elapsed * (1 - f) / f for f, elapsed in fractions)
                 more = math.ceil(sum(j[2] is None for j in pending) / workers) * max(
-                    elapsed / f for f, elapsed in fractions)
+                    elapsed / f for f, elapsed in fractions
+                )
                 estimate = f"; about {_clock(left + more)} left in this phase"
             print(f"  [{_clock(time.perf_counter() - started)}] " + ", ".join(parts) + estimate, flush=True)
     return results, walls
@@ -384,8 +510,9 @@ def score(sources: list[str], references: list[str], predictions: list[str], ter
     }
 
 
-def unseen_terms_kept(sources: list[str], references: list[str], predictions: list[str], terms: list[list[str]]
-                      ) -> dict:
+def unseen_terms_kept(
+    sources: list[str], references: list[str], predictions: list[str], terms: list[list[str]]
+) -> dict:
     """The stricter copy metric: among the unseen source terms that the reference keeps verbatim (the ones a
     translation must copy; copy-the-source scores 1.0), the share the output keeps, and the shares of those outputs
     that repeat one more often than the source holds it, or drop one."""
@@ -405,8 +532,9 @@ def _mean(flags: list[bool]) -> float | None:
     return sum(flags) / len(flags) if flags else None
 
 
-def terminology_controls(sources: list[str], references: list[str], dictionary_path: str, seed: int = 0
-                         ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+def terminology_controls(
+    sources: list[str], references: list[str], dictionary_path: str, seed: int = 0
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Per test pair, the test term base (the dictionary entries the pair supports: source term in the source, target
     term in the reference, as WMT builds its terms) and WMT's random-terms control (as many entries, for random
     content words of the source that have a dictionary entry, whether or not the reference uses it)."""
@@ -435,21 +563,41 @@ def score_heldout(sources: list[str], references: list[str], train_texts: list[s
     outputs = {"copy-source": sources}
     outputs |= {s.name: read_predictions(out / HELDOUT_SPLIT / s.name) for s in HELDOUT_SYSTEMS}
     labels, beams = {s.name: s.label for s in SYSTEMS}, {s.name: s.beams for s in SYSTEMS}
-    systems = [{"name": name, "label": labels[name], "protect": name.endswith("+protect"), "beams": beams.get(name),
-                "metrics": score(sources, references, predictions, terms)} for name, predictions in outputs.items()]
+    systems = [
+        {
+            "name": name,
+            "label": labels[name],
+            "protect": name.endswith("+protect"),
+            "beams": beams.get(name),
+            "metrics": score(sources, references, predictions, terms),
+        }
+        for name, predictions in outputs.items()
+    ]
     sig = significance(references, outputs, baseline="copy-source")
-    best = max((s for s in systems if s["name"].startswith("pgen") and not s["beams"]),  # the job's own decoding
-               key=lambda s: s["metrics"]["chrf"])
+    best = max(
+        (s for s in systems if s["name"].startswith("pgen") and not s["beams"]),  # the job's own decoding
+        key=lambda s: s["metrics"]["chrf"],
+    )
     goals = []
     for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
         c = sig["comparisons"][best["name"]]["copy-source"][metric]
-        goals.append({"goal": f"the best pointer-generator beats copy-source on {name} (beyond noise) on the second "
-                              "held-out set", "met": c["difference"] > 0 and c["significant"],
-                      "detail": f"{best['name']} {best['metrics'][metric]:.1f} vs copy-source "
-                                f"{systems[0]['metrics'][metric]:.1f}, difference {c['difference']:+.1f}, "
-                                f"p = {c['p_value']:.3f}"})
-    return {"sentences": len(sources), "systems": systems, "significance": sig, "goals": goals,
-            "unseen_terms": sum(map(len, terms))}
+        goals.append(
+            {
+                "goal": f"the best pointer-generator beats copy-source on {name} (beyond noise) on the second "
+                "held-out set",
+                "met": c["difference"] > 0 and c["significant"],
+                "detail": f"{best['name']} {best['metrics'][metric]:.1f} vs copy-source "
+                f"{systems[0]['metrics'][metric]:.1f}, difference {c['difference']:+.1f}, "
+                f"p = {c['p_value']:.3f}",
+            }
+        )
+    return {
+        "sentences": len(sources),
+        "systems": systems,
+        "significance": sig,
+        "goals": goals,
+        "unseen_terms": sum(map(len, terms)),
+    }
 
 
 def read_predictions(folder: Path) -> list[str]:
@@ -475,40 +623,69 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     def beats(a: dict, b: dict, metric: str) -> tuple[bool, str]:
         c = sig["comparisons"][a["name"]][b["name"]][metric]
         met = c["difference"] > 0 and c["significant"]
-        return met, (f"{a['name']} {a['metrics'][metric]:.1f} vs {b['name']} {b['metrics'][metric]:.1f}, difference "
-                     f"{c['difference']:+.1f}, p = {c['p_value']:.3f}")
+        return met, (
+            f"{a['name']} {a['metrics'][metric]:.1f} vs {b['name']} {b['metrics'][metric]:.1f}, difference "
+            f"{c['difference']:+.1f}, p = {c['p_value']:.3f}"
+        )
 
     goals = []
     for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
         met, detail = beats(best, floor, metric)
-        goals.append({"goal": f"the best pointer-generator beats copy-source on {name} (beyond noise)", "met": met,
-                      "detail": detail})
+        goals.append(
+            {
+                "goal": f"the best pointer-generator beats copy-source on {name} (beyond noise)",
+                "met": met,
+                "detail": detail,
+            }
+        )
     met, detail = beats(best, base, "chrf")
-    goals.append({"goal": "the best pointer-generator beats the subword no-copy baseline on chrF (beyond noise)",
-                  "met": met, "detail": detail})
+    goals.append(
+        {
+            "goal": "the best pointer-generator beats the subword no-copy baseline on chrF (beyond noise)",
+            "met": met,
+            "detail": detail,
+        }
+    )
     # On placeholders the models are compared as they decode by themselves: protection brings every system to 100%
     # (that is its guarantee, measured below), so protected rows cannot tell the copy mechanism from its absence.
     unprotected = [s for s in systems if s["name"].startswith("pgen") and not s["protect"]]
     free = max(unprotected, key=lambda s: s["metrics"]["chrf"])
     free_base = by_name["subword-nocopy"]
     kept, base_kept = free["metrics"]["placeholders_kept"], free_base["metrics"]["placeholders_kept"]
-    goals.append({"goal": "the best pointer-generator keeps placeholders more often than the subword baseline (both "
-                          "without protection, which brings every system to 100%)",
-                  "met": kept > base_kept, "detail": f"{free['name']} {kept:.1%} vs {free_base['name']} {base_kept:.1%}"})
+    goals.append(
+        {
+            "goal": "the best pointer-generator keeps placeholders more often than the subword baseline (both "
+            "without protection, which brings every system to 100%)",
+            "met": kept > base_kept,
+            "detail": f"{free['name']} {kept:.1%} vs {free_base['name']} {base_kept:.1%}",
+        }
+    )
     most = max(unprotected, key=lambda s: s["metrics"]["placeholders_kept"])
     kept = most["metrics"]["placeholders_kept"]
-    goals.append({"goal": "placeholders kept exactly in >= 90% of outputs without protection", "met": kept >= 0.9,
-                  "detail": f"best unprotected: {most['name']} {kept:.1%}"})
+    goals.append(
+        {
+            "goal": "placeholders kept exactly in >= 90% of outputs without protection",
+            "met": kept >= 0.9,
+            "detail": f"best unprotected: {most['name']} {kept:.1%}",
+        }
+    )
     protected = [s for s in systems if s["protect"]]
     worst = min(protected, key=lambda s: s["metrics"]["placeholders_kept"])
     invented = max(s["metrics"]["placeholders_invented"] for s in protected)
     detail = f"lowest kept {worst['metrics']['placeholders_kept']:.1%} ({worst['name']}), most invented {invented:.1%}"
     if worst["metrics"].get("sources_truncated"):
-        detail += (f"; on the sources the models read whole (all but the {worst['metrics']['sources_truncated']} "
-                   f"longer than {MAX_SOURCE_LENGTH} tokens, whose spans past the cut protection warns about) lowest kept "
-                   f"{min(s['metrics']['placeholders_kept_read_whole'] for s in protected):.1%}")
-    goals.append({"goal": "with protection: placeholders kept in 100% of outputs and invented in 0%, every system",
-                  "met": worst["metrics"]["placeholders_kept"] == 1.0 and invented == 0.0, "detail": detail})
+        detail += (
+            f"; on the sources the models read whole (all but the {worst['metrics']['sources_truncated']} "
+            f"longer than {MAX_SOURCE_LENGTH} tokens, whose spans past the cut protection warns about) lowest kept "
+            f"{min(s['metrics']['placeholders_kept_read_whole'] for s in protected):.1%}"
+        )
+    goals.append(
+        {
+            "goal": "with protection: placeholders kept in 100% of outputs and invented in 0%, every system",
+            "met": worst["metrics"]["placeholders_kept"] == 1.0 and invented == 0.0,
+            "detail": detail,
+        }
+    )
     return goals
 
 
@@ -520,15 +697,25 @@ def copy_goals(systems: list[dict], sig: dict) -> list[dict]:
     of the recipe."""
     goals = []
     for prefix, vocabulary, target in (("pgen-word", "word-level", 0.9), ("pgen-subword", "subword", 0.8)):
-        candidates = [s for s in systems if (s["model_of"] == prefix or _lever_keys(s["model_of"], prefix))
-                      and not s["protect"] and not s.get("terms")]
+        candidates = [
+            s
+            for s in systems
+            if (s["model_of"] == prefix or _lever_keys(s["model_of"], prefix))
+            and not s["protect"]
+            and not s.get("terms")
+        ]
         if not candidates:
             continue
         best = max(candidates, key=lambda s: s["metrics"]["unseen_kept"] or 0.0)
         kept = best["metrics"]["unseen_kept"] or 0.0
-        goals.append({"goal": f"unseen terms the reference keeps, kept without protection by the best {vocabulary} "
-                              f"pointer-generator: >= {target:.0%}", "met": kept >= target,
-                      "detail": ", ".join(f"{s['name']} {s['metrics']['unseen_kept'] or 0:.1%}" for s in candidates)})
+        goals.append(
+            {
+                "goal": f"unseen terms the reference keeps, kept without protection by the best {vocabulary} "
+                f"pointer-generator: >= {target:.0%}",
+                "met": kept >= target,
+                "detail": ", ".join(f"{s['name']} {s['metrics']['unseen_kept'] or 0:.1%}" for s in candidates),
+            }
+        )
     lowered, levers = [], []
     for system in systems:
         base = next((p.name for p in _PGEN if system["name"] == _recipe_name(p)), None)
@@ -540,9 +727,14 @@ def copy_goals(systems: list[dict], sig: dict) -> list[dict]:
             if c["difference"] < 0 and c["significant"]:
                 lowered.append(f"{system['name']} {metric} {c['difference']:+.1f} (p = {c['p_value']:.3f})")
     if levers:
-        goals.append({"goal": "the recipe's levers lower neither BLEU nor chrF beyond noise against the same model "
-                              "without them",
-                      "met": not lowered, "detail": "; ".join(lowered) or f"checked {', '.join(levers)}"})
+        goals.append(
+            {
+                "goal": "the recipe's levers lower neither BLEU nor chrF beyond noise against the same model "
+                "without them",
+                "met": not lowered,
+                "detail": "; ".join(lowered) or f"checked {', '.join(levers)}",
+            }
+        )
     return goals
 
 
@@ -551,7 +743,7 @@ def _lever_keys(name: str, base: str) -> tuple[str, ...] | None:
     (decoding variants, "+protect", are not)."""
     if not name.startswith(base + "-") or "+" in name:
         return None
-    keys = tuple(name[len(base) + 1:].split("-"))
+    keys = tuple(name[len(base) + 1 :].split("-"))
     return keys if all(k in LEVERS for k in keys) else None
 
 
@@ -566,21 +758,36 @@ def terminology_goals(systems: list[dict], sig: dict) -> list[dict]:
     lowest = min(guaranteed, key=lambda s: s["metrics"]["term_success_rate"])
     # A term whose source term lies past the cut of a long source is one the model never read: shown apart.
     whole = [s["metrics"].get("term_success_rate_read_whole") for s in guaranteed]
-    read_whole = (f"; on the sources the models read whole, lowest {min(whole):.3f}"
-                  if all(w is not None for w in whole) else "")
-    goals.append({"goal": "guaranteed terms: TSR 1.000 for every system", "met": all(
-        s["metrics"]["term_success_rate"] == 1.0 for s in guaranteed),
-        "detail": f"lowest {lowest['metrics']['term_success_rate']:.3f} ({lowest['name']}){read_whole}"})
+    read_whole = (
+        f"; on the sources the models read whole, lowest {min(whole):.3f}" if all(w is not None for w in whole) else ""
+    )
+    goals.append(
+        {
+            "goal": "guaranteed terms: TSR 1.000 for every system",
+            "met": all(s["metrics"]["term_success_rate"] == 1.0 for s in guaranteed),
+            "detail": f"lowest {lowest['metrics']['term_success_rate']:.3f} ({lowest['name']}){read_whole}",
+        }
+    )
     drops = [(s["metrics"]["chrf"] - by_name[s["model_of"]]["metrics"]["chrf"], s["name"]) for s in guaranteed]
     worst = min(drops)
-    goals.append({"goal": "guaranteed terms: chrF not more than 1 below the same model without terms",
-                  "met": worst[0] >= -1.0, "detail": ", ".join(f"{name} {d:+.1f}" for d, name in drops)})
+    goals.append(
+        {
+            "goal": "guaranteed terms: chrF not more than 1 below the same model without terms",
+            "met": worst[0] >= -1.0,
+            "detail": ", ".join(f"{name} {d:+.1f}" for d, name in drops),
+        }
+    )
     hint = by_name.get(_GLOSS.name + "+hint")
     if hint:
         tsr = hint["metrics"]["term_success_rate"]
-        goals.append({"goal": "test terms as hints to the annotated pointer-generator: TSR >= 0.95", "met": tsr >= 0.95,
-                      "detail": f"{hint['name']} {tsr:.3f} (without terms {by_name[_GLOSS.name]['metrics']['term_success_rate']:.3f}, "
-                                f"random-term control {by_name[_GLOSS.name + '+random']['metrics']['term_success_rate']:.3f})"})
+        goals.append(
+            {
+                "goal": "test terms as hints to the annotated pointer-generator: TSR >= 0.95",
+                "met": tsr >= 0.95,
+                "detail": f"{hint['name']} {tsr:.3f} (without terms {by_name[_GLOSS.name]['metrics']['term_success_rate']:.3f}, "
+                f"random-term control {by_name[_GLOSS.name + '+random']['metrics']['term_success_rate']:.3f})",
+            }
+        )
     return goals
 
 
@@ -597,20 +804,37 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--num_beams", type=int, default=1)
     parser.add_argument("--max_predict_samples", type=int, default=None, help="Default: the whole test split.")
     parser.add_argument("--vocab_size", type=int, default=8000, help="Size of each shared vocabulary.")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="Runs side by side (default: two per core, at most the number of trained systems); each "
-                             "uses one torch thread.")
-    parser.add_argument("--no_ablations", dest="ablations", action="store_false",
-                        help="Leave out the rows of each copy lever alone and of the unigram recipe with copy-next "
-                             "(issue 31): 9 of the 16 trained systems.")
-    parser.add_argument("--reuse_predictions", action="store_true",
-                        help="Reuse every run whose folder already holds its predictions and results (a finished "
-                             "earlier run of the same code), running only the missing ones, e.g. systems added since.")
-    parser.add_argument("--fresh", action="store_true", help="Delete an earlier run's folders first (default: "
-                                                             "resume the trained systems from their checkpoints).")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="Runs side by side (default: two per core, at most the number of trained systems); each "
+        "uses one torch thread.",
+    )
+    parser.add_argument(
+        "--no_ablations",
+        dest="ablations",
+        action="store_false",
+        help="Leave out the rows of each copy lever alone and of the unigram recipe with copy-next "
+        "(issue 31): 9 of the 16 trained systems.",
+    )
+    parser.add_argument(
+        "--reuse_predictions",
+        action="store_true",
+        help="Reuse every run whose folder already holds its predictions and results (a finished "
+        "earlier run of the same code), running only the missing ones, e.g. systems added since.",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="Delete an earlier run's folders first (default: resume the trained systems from their checkpoints).",
+    )
     parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
-    parser.add_argument("--dictionary", default=FREEDICT_ENG_DEU,
-                        help="The English-German dictionary for the term rows (make dictionary installs it).")
+    parser.add_argument(
+        "--dictionary",
+        default=FREEDICT_ENG_DEU,
+        help="The English-German dictionary for the term rows (make dictionary installs it).",
+    )
     args, extra = parser.parse_known_args(argv)
     if extra and extra[0] == "--":
         extra = extra[1:]
@@ -643,49 +867,115 @@ def main(argv: list[str] | None = None) -> dict:
 
     # One tokenizer per vocabulary kind, shared by the systems that use it (trained here, on the training split, as
     # run_translation --train_tokenizer does); an interrupted run resumes with the tokenizers it started with.
-    print(f"=== hf_pgen main job: {len(chosen)} systems on {len(test)} test messages, {len(trained)} trained for "
-          f"{args.max_steps} steps each, {workers} at a time ===", flush=True)
+    print(
+        f"=== hf_pgen main job: {len(chosen)} systems on {len(test)} test messages, {len(trained)} trained for "
+        f"{args.max_steps} steps each, {workers} at a time ===",
+        flush=True,
+    )
     for kind in TOKENIZERS:
         folder = out / "tokenizers" / kind
         if not (folder / "tokenizer.json").is_file():
             from hf_pgen.tokenizer_training import train_shared_tokenizer
 
-            train_shared_tokenizer(train_texts, kind, args.vocab_size,
-                                   placeholders_in_vocabulary=PLACEHOLDERS_IN_VOCABULARY[kind]).save_pretrained(folder)
+            train_shared_tokenizer(
+                train_texts, kind, args.vocab_size, placeholders_in_vocabulary=PLACEHOLDERS_IN_VOCABULARY[kind]
+            ).save_pretrained(folder)
 
     # The term bases of the test split (and the dictionary the glossary-trained system draws training terms from).
     test_terms, random_terms = terminology_controls(sources, references, args.dictionary)
     term_files = {"test": out / "test_terms.jsonl", "random": out / "random_terms.jsonl"}
     for kind, bases in (("test", test_terms), ("random", random_terms)):
         term_files[kind].write_text("".join(json.dumps(b, ensure_ascii=False) + "\n" for b in bases), encoding="utf-8")
-    print(f"Test term base: {sum(map(len, test_terms))} terms in {sum(map(bool, test_terms))} of {len(test)} test "
-          f"pairs (FreeDict entries each pair supports); random-term control: {sum(map(len, random_terms))}.",
-          flush=True)
+    print(
+        f"Test term base: {sum(map(len, test_terms))} terms in {sum(map(bool, test_terms))} of {len(test)} test "
+        f"pairs (FreeDict entries each pair supports); random-term control: {sum(map(len, random_terms))}.",
+        flush=True,
+    )
 
     common = recipe(args.max_steps, args.max_predict_samples, args.num_beams, args.batch_size) + extra
-    print("\n--- training and decoding (each trained system: train, decode the test split; then decode it again "
-          "with protected placeholders) ---", flush=True)
-    jobs = [(s.name, common + ["--tokenizer_name", str(out / "tokenizers" / s.tokenizer), "--output_dir",
-                               str(out / s.name), "--copy_mechanism" if s.copy else "--no_copy_mechanism",
-                               *s.train_args, "--glossary_dictionary", args.dictionary], None)
-            for s in trained]
-    jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams)
-              + ["--output_dir", str(out / s.name)], s.model_of) for s in chosen if s.protect]
-    jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams,
-                                    ("--glossary", str(term_files[s.terms]), "--glossary_mode", s.glossary_mode))
-              + ["--output_dir", str(out / s.name)], s.model_of) for s in chosen if s.terms]
-    jobs += [(s.name, decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, s.beams, ())
-              + ["--output_dir", str(out / s.name)], s.model_of) for s in chosen if s.beams]
+    print(
+        "\n--- training and decoding (each trained system: train, decode the test split; then decode it again "
+        "with protected placeholders) ---",
+        flush=True,
+    )
+    jobs = [
+        (
+            s.name,
+            common
+            + [
+                "--tokenizer_name",
+                str(out / "tokenizers" / s.tokenizer),
+                "--output_dir",
+                str(out / s.name),
+                "--copy_mechanism" if s.copy else "--no_copy_mechanism",
+                *s.train_args,
+                "--glossary_dictionary",
+                args.dictionary,
+            ],
+            None,
+        )
+        for s in trained
+    ]
+    jobs += [
+        (
+            s.name,
+            decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, args.num_beams)
+            + ["--output_dir", str(out / s.name)],
+            s.model_of,
+        )
+        for s in chosen
+        if s.protect
+    ]
+    jobs += [
+        (
+            s.name,
+            decode_recipe(
+                out / s.model_of,
+                s.copy,
+                args.max_predict_samples,
+                args.num_beams,
+                ("--glossary", str(term_files[s.terms]), "--glossary_mode", s.glossary_mode),
+            )
+            + ["--output_dir", str(out / s.name)],
+            s.model_of,
+        )
+        for s in chosen
+        if s.terms
+    ]
+    jobs += [
+        (
+            s.name,
+            decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, s.beams, ())
+            + ["--output_dir", str(out / s.name)],
+            s.model_of,
+        )
+        for s in chosen
+        if s.beams
+    ]
     # Every system but the term rows again on the second held-out set, after its model is trained.
     from hf_pgen.corpus import CORPUS_DIR
 
     (out / HELDOUT_SPLIT).mkdir(exist_ok=True)
-    jobs += [(f"{HELDOUT_SPLIT}/{s.name}",
-              decode_recipe(out / s.model_of, s.copy, args.max_predict_samples, s.beams or args.num_beams,
-                            ("--protect", "placeholders") if s.protect else ())
-              + ["--test_file", str(CORPUS_DIR / f"{HELDOUT_SPLIT}.jsonl.gz"),
-                 "--output_dir", str(out / HELDOUT_SPLIT / s.name)], s.model_of)
-             for s in HELDOUT_SYSTEMS]
+    jobs += [
+        (
+            f"{HELDOUT_SPLIT}/{s.name}",
+            decode_recipe(
+                out / s.model_of,
+                s.copy,
+                args.max_predict_samples,
+                s.beams or args.num_beams,
+                ("--protect", "placeholders") if s.protect else (),
+            )
+            + [
+                "--test_file",
+                str(CORPUS_DIR / f"{HELDOUT_SPLIT}.jsonl.gz"),
+                "--output_dir",
+                str(out / HELDOUT_SPLIT / s.name),
+            ],
+            s.model_of,
+        )
+        for s in HELDOUT_SYSTEMS
+    ]
     done = {}
     if args.reuse_predictions:
         for name, *_ in jobs:
@@ -717,57 +1007,100 @@ def main(argv: list[str] | None = None) -> dict:
         if system.tokenizer is not None:  # the sources the model read whole: what protection can vouch for
             whole = read_whole[system.tokenizer]
             read = [i for i, w in enumerate(whole) if w]
-            metrics.update(sources_truncated=whole.count(False), placeholders_kept_read_whole=placeholder_preservation(
-                [sources[i] for i in read], [predictions[i] for i in read]), term_success_rate_read_whole=(
-                term_success_rate([sources[i] for i in read], [predictions[i] for i in read],
-                                  [test_terms[i] for i in read])))
+            metrics.update(
+                sources_truncated=whole.count(False),
+                placeholders_kept_read_whole=placeholder_preservation(
+                    [sources[i] for i in read], [predictions[i] for i in read]
+                ),
+                term_success_rate_read_whole=(
+                    term_success_rate(
+                        [sources[i] for i in read], [predictions[i] for i in read], [test_terms[i] for i in read]
+                    )
+                ),
+            )
         result = results.get(system.name, {})
         metrics.update(
             mean_p_gen=result.get("predict_mean_p_gen"),
             train_tokens_per_second=results.get(system.model_of, {}).get("train_tokens_per_second")
-            if system.trained else None,
+            if system.trained
+            else None,
             # copy-source's time is its scoring; a reused run's time is not this run's (n/a)
             wall_s=round(time.perf_counter() - t0, 1) if system.name == "copy-source" else walls.get(system.name),
         )
         state = out / system.name / "trainer_state.json"
         history = json.loads(state.read_text())["log_history"] if system.trained and state.is_file() else None
-        systems.append({"name": system.name, "label": system.label, "trained": system.trained,
-                        "protect": system.protect, "terms": system.terms, "glossary_mode": system.glossary_mode,
-                        "beams": system.beams,
-                        "model_of": system.model_of, "metrics": metrics, "log_history": history})
+        systems.append(
+            {
+                "name": system.name,
+                "label": system.label,
+                "trained": system.trained,
+                "protect": system.protect,
+                "terms": system.terms,
+                "glossary_mode": system.glossary_mode,
+                "beams": system.beams,
+                "model_of": system.model_of,
+                "metrics": metrics,
+                "log_history": history,
+            }
+        )
     sig = significance(references, outputs, baseline="copy-source")
     second = score_heldout([p["en"] for p in heldout], [p["de"] for p in heldout], train_texts, out)
     comparison = {
         "date": date.today().isoformat(),
         "machine": f"{cores} CPU cores, {platform.machine()}, Python {platform.python_version()}",
-        "sacrebleu_signature": sig["signatures"]["bleu"], "chrf_signature": sig["signatures"]["chrf"],
-        "systems": systems, "significance": sig,
+        "sacrebleu_signature": sig["signatures"]["bleu"],
+        "chrf_signature": sig["signatures"]["chrf"],
+        "systems": systems,
+        "significance": sig,
         "goals": evaluate_goals(systems, sig) + copy_goals(systems, sig) + terminology_goals(systems, sig),
         HELDOUT_SPLIT: second,
-        "term_bases": {"test": sum(map(len, test_terms)), "random": sum(map(len, random_terms)),
-                       "dictionary": args.dictionary},
+        "term_bases": {
+            "test": sum(map(len, test_terms)),
+            "random": sum(map(len, random_terms)),
+            "dictionary": args.dictionary,
+        },
         "unseen_terms": sum(map(len, terms)),
-        "recipe": {"run_translation_args": common, "config_overrides": CONFIG_OVERRIDES,
-                   "tokenizers": {k: f"{v}, {args.vocab_size} tokens, trained on the training split (shared en/de)"
-                                  for k, v in TOKENIZERS.items()},
-                   "workers": workers, "torch_threads_per_run": 1, "cpu_cores": cores},
+        "recipe": {
+            "run_translation_args": common,
+            "config_overrides": CONFIG_OVERRIDES,
+            "tokenizers": {
+                k: f"{v}, {args.vocab_size} tokens, trained on the training split (shared en/de)"
+                for k, v in TOKENIZERS.items()
+            },
+            "workers": workers,
+            "torch_threads_per_run": 1,
+            "cpu_cores": cores,
+        },
     }
 
     # -- a few unseen test messages through the pipeline, with their copy records --
-    best = max((s for s in systems if s["name"].startswith("pgen") and not s["protect"] and not s.get("beams")
-                and s["name"] not in _TERM_SYSTEMS), key=lambda s: s["metrics"]["chrf"])
+    best = max(
+        (
+            s
+            for s in systems
+            if s["name"].startswith("pgen")
+            and not s["protect"]
+            and not s.get("beams")
+            and s["name"] not in _TERM_SYSTEMS
+        ),
+        key=lambda s: s["metrics"]["chrf"],
+    )
     t0 = time.perf_counter()
-    comparison["pipeline_examples"] = translate_examples(out / best["name"], sources, references, outputs,
-                                                         args.examples, out)
+    comparison["pipeline_examples"] = translate_examples(
+        out / best["name"], sources, references, outputs, args.examples, out
+    )
     walls["pipeline_s"] = round(time.perf_counter() - t0, 1)
     walls["total_s"] = round(time.perf_counter() - started, 1)
     comparison["wall_seconds"] = walls
 
     table, goals = markdown_table(comparison), goals_table(comparison)
-    second_table = (f"### The second held-out set: {len(heldout)} messages of command-line tools and libraries\n\n"
-                    f"{markdown_table(second)}\n{goals_table(second)}")
-    (out / "comparison.json").write_text(json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n",
-                                         encoding="utf-8")
+    second_table = (
+        f"### The second held-out set: {len(heldout)} messages of command-line tools and libraries\n\n"
+        f"{markdown_table(second)}\n{goals_table(second)}"
+    )
+    (out / "comparison.json").write_text(
+        json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+    )
     (out / "results.md").write_text(f"{table}\n\n{goals}\n\n{second_table}", encoding="utf-8")
     plot_results(comparison, out / "results.png")
 
@@ -781,11 +1114,13 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"\n  source:    {example['source']}")
         print(f"  reference: {example['reference']}")
         print(f"  {best['name']} (pipeline): {example['pipeline']}")
-        print(f"  {best['name']} (pipeline, protect=\"placeholders\"): {example['pipeline_protected']}")
+        print(f'  {best["name"]} (pipeline, protect="placeholders"): {example["pipeline_protected"]}')
     if comparison["pipeline_examples"].get("error"):
         print(f"\npipeline failed: {comparison['pipeline_examples']['error']}")
-    print(f"\nWall time {_clock(walls['total_s'])}. Wrote {out}/comparison.json, results.md, results.png, "
-          f"copies.html and the model folders.")
+    print(
+        f"\nWall time {_clock(walls['total_s'])}. Wrote {out}/comparison.json, results.md, results.png, "
+        f"copies.html and the model folders."
+    )
     return comparison
 
 
@@ -800,8 +1135,9 @@ def pick_examples(sources: list[str], count: int) -> list[int]:
     return [candidates[int(k * step)] for k in range(count)]
 
 
-def translate_examples(folder: Path, sources: list[str], references: list[str], outputs: dict, count: int,
-                       out: Path) -> dict:
+def translate_examples(
+    folder: Path, sources: list[str], references: list[str], outputs: dict, count: int, out: Path
+) -> dict:
     """Translate a few test messages with `pipeline("translation", model=folder, trust_remote_code=True)`, without and
     with `protect="placeholders"`, and draw what the unprotected ones copied (copies.jsonl, copies.html, copies.png)."""
     indices = pick_examples(sources, count)
@@ -825,10 +1161,16 @@ def translate_examples(folder: Path, sources: list[str], references: list[str], 
         result["error"] = f"{type(error).__name__}: {error}"
         records = protected = [{"translation_text": None} for _ in indices]
     for i, record, guarded in zip(indices, records, protected):
-        result["items"].append({"index": i, "source": sources[i], "reference": references[i],
-                                "pipeline": record.get("translation_text"),
-                                "pipeline_protected": guarded.get("translation_text"),
-                                **{name: predictions[i] for name, predictions in outputs.items()}})
+        result["items"].append(
+            {
+                "index": i,
+                "source": sources[i],
+                "reference": references[i],
+                "pipeline": record.get("translation_text"),
+                "pipeline_protected": guarded.get("translation_text"),
+                **{name: predictions[i] for name, predictions in outputs.items()},
+            }
+        )
     return result
 
 

@@ -49,8 +49,12 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
     `copy_settings` (keyword arguments of `PointerGeneratorForConditionalGeneration.from_base`) is not None."""
     wrapped = None
     if model_args.model_name_or_path is not None:
-        common = dict(cache_dir=model_args.cache_dir, revision=model_args.model_revision, token=model_args.token,
-                      trust_remote_code=model_args.trust_remote_code)
+        common = dict(
+            cache_dir=model_args.cache_dir,
+            revision=model_args.model_revision,
+            token=model_args.token,
+            trust_remote_code=model_args.trust_remote_code,
+        )
         config = AutoConfig.from_pretrained(model_args.config_name or model_args.model_name_or_path, **common)
         model = AutoModelForSeq2SeqLM.from_pretrained(model_args.model_name_or_path, config=config, **common)
         if is_pointer_generator(model):
@@ -59,8 +63,10 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
             base = model
         model_type = base.config.model_type
         if trained_tokenizer:
-            logger.warning("A newly trained tokenizer on a pretrained model: its embeddings are resized and the "
-                           "special token ids reset; the pretrained embeddings no longer match the token ids.")
+            logger.warning(
+                "A newly trained tokenizer on a pretrained model: its embeddings are resized and the "
+                "special token ids reset; the pretrained embeddings no longer match the token ids."
+            )
             _set_special_ids(base.config, tokenizer, model_type)
         from_scratch = False
     else:
@@ -97,10 +103,15 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
     if data_args.no_repeat_ngram_size is not None:
         generation.update(no_repeat_ngram_size=data_args.no_repeat_ngram_size)
     if from_scratch or trained_tokenizer:
-        generation.update(decoder_start_token_id=base.config.decoder_start_token_id,
-                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                          pad_token_id=tokenizer.pad_token_id,
-                          forced_bos_token_id=None, forced_eos_token_id=None, bad_words_ids=None)
+        generation.update(
+            decoder_start_token_id=base.config.decoder_start_token_id,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            forced_bos_token_id=None,
+            forced_eos_token_id=None,
+            bad_words_ids=None,
+        )
         if tokenizer.unk_token_id is not None:
             # An output <unk> decodes to nothing, so it only ever shortens the text: the next best word is never
             # worse (for a pointer-generator it is often the source word, copied). Measured on the main job's test
@@ -141,21 +152,29 @@ def set_language_codes(tokenizer, model, data_args) -> None:
     forced = data_args.forced_bos_token
     if kind in _MULTILINGUAL_TOKENIZERS:
         get_lang_token = getattr(tokenizer, "get_lang_token", None)  # M2M100 / NLLB style: "de" -> "__de__"
-        for flag, attribute, code in (("--source_lang", "src_lang", data_args.source_lang),
-                                      ("--target_lang", "tgt_lang", data_args.target_lang)):
+        for flag, attribute, code in (
+            ("--source_lang", "src_lang", data_args.source_lang),
+            ("--target_lang", "tgt_lang", data_args.target_lang),
+        ):
             token = get_lang_token(code) if get_lang_token else code
             # An unknown code would silently become the unknown token at the end of every sequence.
             if tokenizer.convert_tokens_to_ids(token) in (None, tokenizer.unk_token_id):
-                raise ValueError(f"{flag} {code!r} is not a language code of {type(tokenizer).__name__} (mBART: "
-                                 "en_XX, de_DE, ...; M2M100: en, de, ...).")
+                raise ValueError(
+                    f"{flag} {code!r} is not a language code of {type(tokenizer).__name__} (mBART: "
+                    "en_XX, de_DE, ...; M2M100: en, de, ...)."
+                )
             setattr(tokenizer, attribute, code)
         if kind == "MBartTokenizer" and model.config.decoder_start_token_id is None:
             model.config.decoder_start_token_id = tokenizer.convert_tokens_to_ids(data_args.target_lang)
         if forced is None and kind in _FORCE_TARGET_CODE:
             forced = get_lang_token(data_args.target_lang) if get_lang_token else data_args.target_lang
     elif "_" in data_args.source_lang + data_args.target_lang:
-        logger.info("%s has no language codes: reading the data keys %r and %r.", type(tokenizer).__name__,
-                    data_args.source_lang.split("_")[0], data_args.target_lang.split("_")[0])
+        logger.info(
+            "%s has no language codes: reading the data keys %r and %r.",
+            type(tokenizer).__name__,
+            data_args.source_lang.split("_")[0],
+            data_args.target_lang.split("_")[0],
+        )
     if forced is not None:
         forced_id = tokenizer.convert_tokens_to_ids(forced)
         if forced_id is None or forced_id == tokenizer.unk_token_id:
@@ -179,8 +198,13 @@ def check_lengths(model, data_args, training_args) -> None:
     if training_args.do_train:
         checks.append(("--max_target_length", data_args.max_target_length, "training targets"))
     if training_args.do_eval or training_args.do_predict:
-        checks.append(("--val_max_target_length", data_args.val_max_target_length,
-                       "evaluation targets and the generation length; it defaults to --max_target_length"))
+        checks.append(
+            (
+                "--val_max_target_length",
+                data_args.val_max_target_length,
+                "evaluation targets and the generation length; it defaults to --max_target_length",
+            )
+        )
     if training_args.generation_max_length is not None:
         checks.append(("--generation_max_length", training_args.generation_max_length, "the generation length"))
     for flag, value, what in checks:

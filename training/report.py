@@ -108,8 +108,12 @@ def significance(
 
     result = {
         "method": "paired bootstrap resampling over sentences; two-sided p-values, percentile intervals",
-        "n_samples": int(n_samples), "seed": int(seed), "alpha": float(alpha), "sentences": n,
-        "baseline": baseline, "signatures": {},
+        "n_samples": int(n_samples),
+        "seed": int(seed),
+        "alpha": float(alpha),
+        "sentences": n,
+        "baseline": baseline,
+        "signatures": {},
         "systems": {name: {} for name in systems},
         "comparisons": {name: {other: {} for other in systems if other != name} for name in systems},
     }
@@ -133,17 +137,23 @@ def _check_inputs(references: list, systems: dict, baseline: str, n_samples: int
     if not systems:
         raise ValueError("significance() needs at least one system in `hypotheses_by_system`, got none.")
     if baseline not in systems:
-        raise ValueError(f"The baseline {baseline!r} is not one of the systems {sorted(systems)}; pass the name of "
-                         f"the system to compare against, e.g. baseline={next(iter(systems))!r}.")
+        raise ValueError(
+            f"The baseline {baseline!r} is not one of the systems {sorted(systems)}; pass the name of "
+            f"the system to compare against, e.g. baseline={next(iter(systems))!r}."
+        )
     wrong = {name: len(h) for name, h in systems.items() if len(h) != len(references)}
     if wrong:
-        raise ValueError(f"Every system needs one output per reference ({len(references)} references), but got "
-                         f"{wrong}: score all systems on the same test sentences, in the same order.")
+        raise ValueError(
+            f"Every system needs one output per reference ({len(references)} references), but got "
+            f"{wrong}: score all systems on the same test sentences, in the same order."
+        )
     for name, hypotheses in [("references", references), *systems.items()]:
         bad = next((i for i, h in enumerate(hypotheses) if not isinstance(h, str)), None)
         if bad is not None:
-            raise TypeError(f"{name}[{bad}] is {type(hypotheses[bad]).__name__}, not str: pass decoded text "
-                            "(an empty output is '').")
+            raise TypeError(
+                f"{name}[{bad}] is {type(hypotheses[bad]).__name__}, not str: pass decoded text "
+                "(an empty output is '')."
+            )
     if n_samples < 1:
         raise ValueError(f"n_samples must be at least 1, got {n_samples} (1000 is usual).")
     if not 0 < alpha < 1:
@@ -158,8 +168,9 @@ def _resample_weights(n: int, n_samples: int, seed: int) -> np.ndarray:
     return np.bincount(flat, minlength=n_samples * n).reshape(n_samples, n).astype(np.float64)
 
 
-def _paired_bootstrap(metric, scorer, statistics: Mapping[str, np.ndarray], weights: np.ndarray, alpha: float
-                      ) -> tuple[dict, dict]:
+def _paired_bootstrap(
+    metric, scorer, statistics: Mapping[str, np.ndarray], weights: np.ndarray, alpha: float
+) -> tuple[dict, dict]:
     """One metric's bootstrap: per system {score, mean, ci}; per ordered pair (a, b) the statistics of a - b.
 
     `statistics[name]` is (n, k) per-sentence sufficient statistics; every system is scored on the same resamples.
@@ -168,8 +179,14 @@ def _paired_bootstrap(metric, scorer, statistics: Mapping[str, np.ndarray], weig
     quantiles = [100 * alpha / 2, 100 * (1 - alpha / 2)]
     observed = {name: _checked_score(metric, scorer, stats.sum(0)) for name, stats in statistics.items()}
     resampled = {name: scorer(metric, weights @ stats) for name, stats in statistics.items()}  # (n_samples,) each
-    per_system = {name: {"score": observed[name], "mean": float(resampled[name].mean()),
-                         "ci": [float(q) for q in np.percentile(resampled[name], quantiles)]} for name in statistics}
+    per_system = {
+        name: {
+            "score": observed[name],
+            "mean": float(resampled[name].mean()),
+            "ci": [float(q) for q in np.percentile(resampled[name], quantiles)],
+        }
+        for name in statistics
+    }
     per_pair = {name: {} for name in statistics}
     for name in statistics:
         for other in statistics:
@@ -182,9 +199,12 @@ def _paired_bootstrap(metric, scorer, statistics: Mapping[str, np.ndarray], weig
             extreme = np.abs(differences - observed_difference) >= abs(observed_difference)
             p_value = (1 + int(extreme.sum())) / (n_samples + 1)
             per_pair[name][other] = {
-                "difference": observed_difference, "mean": float(differences.mean()),
-                "ci": [float(q) for q in np.percentile(differences, quantiles)], "p_value": p_value,
-                "significant": p_value < alpha}
+                "difference": observed_difference,
+                "mean": float(differences.mean()),
+                "ci": [float(q) for q in np.percentile(differences, quantiles)],
+                "p_value": p_value,
+                "significant": p_value < alpha,
+            }
     return per_system, per_pair
 
 
@@ -193,8 +213,9 @@ def _sacrebleu_metrics(references: list[str]) -> dict:
     try:
         from sacrebleu.metrics import BLEU, CHRF
     except ImportError as error:
-        raise ImportError("significance() needs sacrebleu: pip install 'sacrebleu>=2.4' (or hf_pgen[training])"
-                          ) from error
+        raise ImportError(
+            "significance() needs sacrebleu: pip install 'sacrebleu>=2.4' (or hf_pgen[training])"
+        ) from error
     return {"bleu": BLEU(references=[references]), "chrf": CHRF(references=[references])}
 
 
@@ -215,9 +236,11 @@ def _checked_score(metric, scorer, total: np.ndarray) -> float:
     if not math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=1e-9):
         import sacrebleu
 
-        raise RuntimeError(f"The vectorised {type(metric).__name__} gives {ours} where sacrebleu "
-                           f"{sacrebleu.__version__} gives {theirs} for the same statistics: this sacrebleu version "
-                           "computes scores differently; pin sacrebleu to 2.4-2.6 or update training/report.py.")
+        raise RuntimeError(
+            f"The vectorised {type(metric).__name__} gives {ours} where sacrebleu "
+            f"{sacrebleu.__version__} gives {theirs} for the same statistics: this sacrebleu version "
+            "computes scores differently; pin sacrebleu to 2.4-2.6 or update training/report.py."
+        )
     return ours
 
 
@@ -231,11 +254,11 @@ def _bleu_scores(metric, stats: np.ndarray) -> np.ndarray:
         raise ValueError("The vectorised BLEU supports sacreBLEU's default smoothing only (exp, no effective order).")
     order = metric.max_ngram_order
     sys_len, ref_len = stats[:, 0], stats[:, 1]
-    correct, total = stats[:, 2:2 + order], stats[:, 2 + order:2 + 2 * order]  # (S, order) each
+    correct, total = stats[:, 2 : 2 + order], stats[:, 2 + order : 2 + 2 * order]  # (S, order) each
     valid = (correct.sum(1) > 0) & (total > 0).all(1)
     halvings = np.cumsum(correct == 0, axis=1)  # (S, order)
     safe_total = np.where(total > 0, total, 1.0)
-    precision = np.where(correct > 0, correct, 1.0 / 2.0 ** halvings) / safe_total
+    precision = np.where(correct > 0, correct, 1.0 / 2.0**halvings) / safe_total
     log_brevity = np.where(sys_len < ref_len, 1.0 - ref_len / np.maximum(sys_len, 1.0), 0.0)
     score = 100.0 * np.exp(log_brevity + np.log(precision).mean(1))
     return np.where(valid, score, 0.0)
@@ -253,7 +276,7 @@ def _chrf_scores(metric, stats: np.ndarray) -> np.ndarray:
     orders = np.maximum(both.sum(1), 1)
     precision = np.where(both, match / np.where(hyp > 0, hyp, 1.0), 0.0).sum(1) / orders  # (S,)
     recall = np.where(both, match / np.where(ref > 0, ref, 1.0), 0.0).sum(1) / orders
-    factor = metric.beta ** 2
+    factor = metric.beta**2
     denominator = factor * precision + recall
     score = 100.0 * (1 + factor) * precision * recall / np.where(denominator > 0, denominator, 1.0)
     return np.where(denominator > 0, score, 0.0)
@@ -265,6 +288,7 @@ _SCORERS = {"bleu": _bleu_scores, "chrf": _chrf_scores}
 # ---------------------------------------------------------------------------------------------------------------------
 # Markdown
 # ---------------------------------------------------------------------------------------------------------------------
+
 
 def _share(value: float) -> str:
     return f"{100 * value:.1f}%"
@@ -328,8 +352,10 @@ def markdown_table(comparison: Mapping, versus: Sequence[str] | None = None) -> 
         raise ValueError(f"markdown_table marks significance against at most {len(_MARKS)} systems, got {versus}.")
     unknown = [v for v in versus if v not in names or (sig and v not in sig["systems"])]
     if unknown:
-        raise ValueError(f"versus={unknown} are not systems of the comparison (and of its significance test): "
-                         f"choose among {list(names)}.")
+        raise ValueError(
+            f"versus={unknown} are not systems of the comparison (and of its significance test): "
+            f"choose among {list(names)}."
+        )
     marks = dict(zip(versus, _MARKS))
 
     header = ["system", "sacreBLEU", "chrF"] + [column for column, _, _ in _COLUMNS]
@@ -346,9 +372,11 @@ def markdown_table(comparison: Mapping, versus: Sequence[str] | None = None) -> 
 
     notes = []
     if sig:
-        notes.append(f"sacreBLEU and chrF: score ({100 * (1 - sig['alpha']):g}% confidence interval, paired "
-                     f"bootstrap resampling of the {sig['sentences']} test sentences, {sig['n_samples']} resamples, "
-                     f"seed {sig['seed']}).")
+        notes.append(
+            f"sacreBLEU and chrF: score ({100 * (1 - sig['alpha']):g}% confidence interval, paired "
+            f"bootstrap resampling of the {sig['sentences']} test sentences, {sig['n_samples']} resamples, "
+            f"seed {sig['seed']})."
+        )
         for name, mark in marks.items():
             notes.append(f"{mark} differs from *{_escape(names[name])}* beyond noise (two-sided p < {sig['alpha']}).")
     for key, field in (("bleu", "sacrebleu_signature"), ("chrf", "chrf_signature")):
@@ -368,8 +396,11 @@ def _score_cell(name: str, key: str, value, sig: Mapping | None, marks: Mapping[
     if sig and name in sig["systems"]:
         low, high = sig["systems"][name][key]["ci"]
         cell += f" ({low:.1f}–{high:.1f})"
-        flags = "".join(mark for other, mark in marks.items()
-                        if other != name and sig["comparisons"][name][other][key]["significant"])
+        flags = "".join(
+            mark
+            for other, mark in marks.items()
+            if other != name and sig["comparisons"][name][other][key]["significant"]
+        )
         cell += f" {flags}" if flags else ""
     return cell
 
@@ -421,8 +452,9 @@ def plot_results(comparison: Mapping, path: str | Path) -> Path:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise ImportError("plot_results() needs matplotlib: pip install 'matplotlib>=3.8' (or hf_pgen[benchmarks])"
-                          ) from error
+        raise ImportError(
+            "plot_results() needs matplotlib: pip install 'matplotlib>=3.8' (or hf_pgen[benchmarks])"
+        ) from error
 
     systems = comparison.get("systems") or []
     if not systems:
@@ -443,8 +475,9 @@ def plot_results(comparison: Mapping, path: str | Path) -> Path:
     figure.suptitle(title + (f" · {when}" if when else ""), fontsize=13)
     handles, labels = bars_axes.get_legend_handles_labels()
     columns = 3 if max(map(len, labels), default=0) <= 60 else 2  # three long labels a row run off the figure
-    figure.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), columns), fontsize=10,
-                  frameon=False)
+    figure.legend(
+        handles, labels, loc="outside lower center", ncol=min(len(labels), columns), fontsize=10, frameon=False
+    )
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -461,8 +494,12 @@ def _system_colours(systems: Sequence[Mapping]) -> dict[str, str]:
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
     trained = [_base_name(s["name"]) for s in systems if s.get("trained")]
     models = list(dict.fromkeys(trained))  # in table order, each once
-    return {s["name"]: palette[models.index(_base_name(s["name"])) % len(palette)]
-            if _base_name(s["name"]) in models else "#7f7f7f" for s in systems}
+    return {
+        s["name"]: palette[models.index(_base_name(s["name"])) % len(palette)]
+        if _base_name(s["name"]) in models
+        else "#7f7f7f"
+        for s in systems
+    }
 
 
 def _plot_bars(axes, systems: Sequence[Mapping], sig: Mapping | None, colours: Mapping[str, str]) -> None:
@@ -483,9 +520,19 @@ def _plot_bars(axes, systems: Sequence[Mapping], sig: Mapping | None, colours: M
             if sig and key in _METRICS and system["name"] in sig["systems"]:
                 low, high = sig["systems"][system["name"]][key]["ci"]
                 error, bar_top = [[max(value - low, 0.0)], [max(high - value, 0.0)]], max(high, value)
-            axes.bar(offset, value, width * 0.92, yerr=error, capsize=2, color=colours[system["name"]],
-                     hatch="//" if system.get("protect") else None, edgecolor="white", linewidth=0.5,
-                     error_kw={"elinewidth": 1, "ecolor": "0.15"}, label=label)
+            axes.bar(
+                offset,
+                value,
+                width * 0.92,
+                yerr=error,
+                capsize=2,
+                color=colours[system["name"]],
+                hatch="//" if system.get("protect") else None,
+                edgecolor="white",
+                linewidth=0.5,
+                error_kw={"elinewidth": 1, "ecolor": "0.15"},
+                label=label,
+            )
             label = None
             axes.text(offset, bar_top + 0.8, f"{value:.0f}", ha="center", va="bottom", fontsize=7.5)
             top = max(top, bar_top)
@@ -510,17 +557,37 @@ def _plot_curves(axes, systems: Sequence[Mapping], colours: Mapping[str, str]) -
             points = [(entry["step"], entry[key]) for entry in history if key in entry and "step" in entry]
             if points:
                 steps, values = zip(*points)
-                axes.plot(steps, values, style, color=colours[system["name"]], linewidth=1.8,
-                          marker="o" if key == "eval_loss" else None, markersize=3.5)
+                axes.plot(
+                    steps,
+                    values,
+                    style,
+                    color=colours[system["name"]],
+                    linewidth=1.8,
+                    marker="o" if key == "eval_loss" else None,
+                    markersize=3.5,
+                )
                 drawn = True
     if not drawn:
-        axes.text(0.5, 0.5, "no training curves\n(no trained system has a log_history)", ha="center", va="center",
-                  transform=axes.transAxes, color="0.4")
+        axes.text(
+            0.5,
+            0.5,
+            "no training curves\n(no trained system has a log_history)",
+            ha="center",
+            va="center",
+            transform=axes.transAxes,
+            color="0.4",
+        )
     axes.set_xlabel("training step")
     axes.set_ylabel("cross-entropy per target token")
     # a word and a subword are different tokens: the levels of two vocabularies do not compare, their shapes do
     axes.set_title("Training curves (per-token loss: compare within one vocabulary)", fontsize=11)
     axes.grid(alpha=0.3)
-    axes.legend([Line2D([], [], color="0.2", linestyle="-"), Line2D([], [], color="0.2", linestyle="--", marker="o",
-                                                                     markersize=3.5)],
-                ["train loss", "eval loss"], loc="upper right", fontsize=9)
+    axes.legend(
+        [
+            Line2D([], [], color="0.2", linestyle="-"),
+            Line2D([], [], color="0.2", linestyle="--", marker="o", markersize=3.5),
+        ],
+        ["train loss", "eval loss"],
+        loc="upper right",
+        fontsize=9,
+    )

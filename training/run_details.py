@@ -27,8 +27,19 @@ from training.report import format_duration
 
 __all__ = ["collect_settings", "training_details", "dataset_name"]
 
-LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian", "nl": "Dutch",
-                  "pt": "Portuguese", "ru": "Russian", "zh": "Chinese", "ja": "Japanese", "ro": "Romanian"}
+LANGUAGE_NAMES = {
+    "en": "English",
+    "de": "German",
+    "fr": "French",
+    "es": "Spanish",
+    "it": "Italian",
+    "nl": "Dutch",
+    "pt": "Portuguese",
+    "ru": "Russian",
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ro": "Romanian",
+}
 
 
 def collect_settings(model_args, data_args, training_args, model, tokenizer, data_origin, data_stats) -> dict:
@@ -54,14 +65,16 @@ def collect_settings(model_args, data_args, training_args, model, tokenizer, dat
         "decoder_layers": getattr(base.config, "decoder_layers", getattr(base.config, "num_decoder_layers", None)),
         "tokenizer_type": _tokenizer_kind(tokenizer),
         "trained_tokenizer": model_args.train_tokenizer,
-        "tokenizer_source": None if model_args.train_tokenizer else (model_args.tokenizer_name
-                                                                     or model_args.model_name_or_path),
+        "tokenizer_source": None
+        if model_args.train_tokenizer
+        else (model_args.tokenizer_name or model_args.model_name_or_path),
         "vocab_size": len(tokenizer),
         "source_lang": data_args.source_lang.split("_")[0],
         "target_lang": data_args.target_lang.split("_")[0],
         "data_origin": data_origin,
-        "data_files": {k: getattr(data_args, k) for k in ("train_file", "validation_file", "test_file")
-                       if getattr(data_args, k)},
+        "data_files": {
+            k: getattr(data_args, k) for k in ("train_file", "validation_file", "test_file") if getattr(data_args, k)
+        },
         "data_stats": {split: dict(stats) for split, stats in data_stats.items()},
         "max_source_length": data_args.max_source_length,
         "max_target_length": data_args.max_target_length,
@@ -80,9 +93,13 @@ def collect_settings(model_args, data_args, training_args, model, tokenizer, dat
         "model_license": model_args.model_license,
         "output_dir": training_args.output_dir,
         "hardware": f"{torch.cuda.get_device_name() if on_gpu else 'CPU'}, {threads} thread"
-                    + ("s" if threads != 1 else ""),
-        "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
-                     "hf_pgen": hf_pgen.__version__, "sacrebleu": _version("sacrebleu")},
+        + ("s" if threads != 1 else ""),
+        "versions": {
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "hf_pgen": hf_pgen.__version__,
+            "sacrebleu": _version("sacrebleu"),
+        },
     }
 
 
@@ -105,14 +122,18 @@ def training_details(settings: dict, results: dict) -> str:
     lines = ["### Data", ""]
     if origin == EMBEDDED_CORPUS:
         packages = _corpus_packages()
-        used = {s: data_stats[s].get("used", data_stats[s].get("pairs")) for s in ("train", "validation", "test")
-                if s in data_stats}
+        used = {
+            s: data_stats[s].get("used", data_stats[s].get("pairs"))
+            for s in ("train", "validation", "test")
+            if s in data_stats
+        }
         lines += [
             "The English→German software-message corpus shipped with hf_pgen (`hf_pgen/en_de_messages`, loaded by "
             "`hf_pgen.corpus`): user-interface strings and their German translations, taken verbatim from the "
             f"message catalogues in the PyPI wheels of {len(packages)} open-source projects. Splits are by project, "
             "so test messages come from projects never seen in training. Pairs used: "
-            + ", ".join(f"{s} {n}" for s, n in used.items() if n is not None) + ".",
+            + ", ".join(f"{s} {n}" for s, n in used.items() if n is not None)
+            + ".",
             "",
             "| package | version | licence | pairs | split |",
             "|---|---|---|---:|---|",
@@ -122,14 +143,21 @@ def training_details(settings: dict, results: dict) -> str:
         licences = Counter()
         for package in packages:
             licences[package["license"]] += package["pairs"]
-        lines += ["Licences of the data: " + ", ".join(f"{name} ({count} pairs)" for name, count in
-                                                        licences.most_common())
-                  + ". Per-package copyright lines and licence evidence are in the corpus's `ATTRIBUTION.md`; honour "
-                  "their attribution terms when redistributing the model.", ""]
+        lines += [
+            "Licences of the data: "
+            + ", ".join(f"{name} ({count} pairs)" for name, count in licences.most_common())
+            + ". Per-package copyright lines and licence evidence are in the corpus's `ATTRIBUTION.md`; honour "
+            "their attribution terms when redistributing the model.",
+            "",
+        ]
     elif origin == "files":
         files = settings.get("data_files", {})
-        lines += ["Local data files: " + ", ".join(f"`{Path(p).name}` ({k.split('_')[0]})" for k, p in files.items())
-                  + ". Their origin and licence were not recorded by the training script.", ""]
+        lines += [
+            "Local data files: "
+            + ", ".join(f"`{Path(p).name}` ({k.split('_')[0]})" for k, p in files.items())
+            + ". Their origin and licence were not recorded by the training script.",
+            "",
+        ]
     else:
         lines += [f"The `datasets` dataset `{origin}`; see its own card for origin and licence.", ""]
     if data_stats:
@@ -141,9 +169,18 @@ def training_details(settings: dict, results: dict) -> str:
             "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for split, stats in data_stats.items():
-            cells = [stats.get(key, "–" if key == "used" else 0) for key in (
-                "pairs", "used", "skipped_empty_lines", "skipped_empty_text", "skipped_undecodable_lines",
-                "truncated_sources", "truncated_targets")]
+            cells = [
+                stats.get(key, "–" if key == "used" else 0)
+                for key in (
+                    "pairs",
+                    "used",
+                    "skipped_empty_lines",
+                    "skipped_empty_text",
+                    "skipped_undecodable_lines",
+                    "truncated_sources",
+                    "truncated_targets",
+                )
+            ]
             lines.append(f"| {split} | " + " | ".join(map(str, cells)) + " |")
         lines.append("")
     lines += ["### Procedure", "", "| setting | value |", "|---|---|"]
@@ -153,55 +190,91 @@ def training_details(settings: dict, results: dict) -> str:
     if settings.get("base_model"):
         lines += ["", f"Fine-tuned from `{settings['base_model']}`."]
     elif isinstance(runtime, (int, float)):
-        lines += ["", f"Trained from scratch on {train_pairs} pairs for {format_duration(runtime)} on "
-                      f"{settings.get('hardware')}: a small model on a small corpus, whose translations of general text "
-                      "are poor and whose vocabulary is small on purpose."]
+        lines += [
+            "",
+            f"Trained from scratch on {train_pairs} pairs for {format_duration(runtime)} on "
+            f"{settings.get('hardware')}: a small model on a small corpus, whose translations of general text "
+            "are poor and whose vocabulary is small on purpose.",
+        ]
     return "\n".join(lines)
 
 
 def _procedure(settings: dict, results: dict) -> list[tuple[str, object]]:
     copy = settings.get("copy_mechanism")
-    shape = ", ".join(f"{k.replace('_', ' ')} {settings[k]}" for k in ("d_model", "encoder_layers", "decoder_layers")
-                      if settings.get(k) is not None)
+    shape = ", ".join(
+        f"{k.replace('_', ' ')} {settings[k]}"
+        for k in ("d_model", "encoder_layers", "decoder_layers")
+        if settings.get(k) is not None
+    )
     augmented = (settings.get("data_stats") or {}).get("train", {}).get("augmented")  # --*_augmentation
     if copy:
         mechanism = f"pointer-generator, {settings.get('pointer')} pointer" + (
-            f", coverage (weight {settings.get('coverage_weight')})" if settings.get("coverage") else ", no coverage")
-        mechanism += "".join(f", {name}" for key, name in (("selective_read", "selective read"),
-                                                           ("copy_next", "copy-next")) if settings.get(key))
+            f", coverage (weight {settings.get('coverage_weight')})" if settings.get("coverage") else ", no coverage"
+        )
+        mechanism += "".join(
+            f", {name}"
+            for key, name in (("selective_read", "selective read"), ("copy_next", "copy-next"))
+            if settings.get(key)
+        )
     else:
         mechanism = "none (baseline)"
     tokenizer = f"{settings.get('tokenizer_type')}, {settings.get('vocab_size')} tokens, " + (
-        "trained on the training data (shared source/target)" if settings.get("trained_tokenizer")
-        else f"from `{settings.get('tokenizer_source')}`")
-    length = f"{results.get('train_samples', '?')} pairs, " + (
-        f"{augmented} of them augmented copies (placeholders renamed, or words respelled), " if augmented else "") + (
-        f"{settings['max_steps']} steps" if (settings.get("max_steps") or -1) > 0
-        else f"{settings.get('num_train_epochs')} epochs") + (
-        f" (epoch {results['epoch']:.2f} reached)" if isinstance(results.get("epoch"), float) else "")
+        "trained on the training data (shared source/target)"
+        if settings.get("trained_tokenizer")
+        else f"from `{settings.get('tokenizer_source')}`"
+    )
+    length = (
+        f"{results.get('train_samples', '?')} pairs, "
+        + (f"{augmented} of them augmented copies (placeholders renamed, or words respelled), " if augmented else "")
+        + (
+            f"{settings['max_steps']} steps"
+            if (settings.get("max_steps") or -1) > 0
+            else f"{settings.get('num_train_epochs')} epochs"
+        )
+        + (f" (epoch {results['epoch']:.2f} reached)" if isinstance(results.get("epoch"), float) else "")
+    )
     runtime, speed = results.get("train_runtime"), results.get("train_tokens_per_second")
     beams = settings.get("num_beams") or 1
     return [
-        ("architecture", f"{settings.get('model_type')} ({shape}; {settings.get('parameters', 0) / 1e6:.1f}M "
-                         "parameters)"),
+        (
+            "architecture",
+            f"{settings.get('model_type')} ({shape}; {settings.get('parameters', 0) / 1e6:.1f}M parameters)",
+        ),
         ("copy mechanism", mechanism),
-        ("initialisation", f"from `{settings['base_model']}`" if settings.get("base_model") else "random (from scratch)"),
+        (
+            "initialisation",
+            f"from `{settings['base_model']}`" if settings.get("base_model") else "random (from scratch)",
+        ),
         ("config overrides", f"`{settings['config_overrides']}`" if settings.get("config_overrides") else "none"),
         ("tokenizer", tokenizer),
-        ("max source / target length", f"{settings.get('max_source_length')} / {settings.get('max_target_length')} "
-                                       "tokens"),
-        ("optimiser", f"AdamW, learning rate {settings.get('learning_rate')}, {settings.get('lr_scheduler_type')} "
-                      f"schedule, {_integral(settings.get('warmup_steps'))} warm-up steps, weight decay "
-                      f"{settings.get('weight_decay')}"),
-        ("batch size", f"{settings.get('per_device_train_batch_size')} × {settings.get('gradient_accumulation_steps')} "
-                       "accumulation"),
+        (
+            "max source / target length",
+            f"{settings.get('max_source_length')} / {settings.get('max_target_length')} tokens",
+        ),
+        (
+            "optimiser",
+            f"AdamW, learning rate {settings.get('learning_rate')}, {settings.get('lr_scheduler_type')} "
+            f"schedule, {_integral(settings.get('warmup_steps'))} warm-up steps, weight decay "
+            f"{settings.get('weight_decay')}",
+        ),
+        (
+            "batch size",
+            f"{settings.get('per_device_train_batch_size')} × {settings.get('gradient_accumulation_steps')} "
+            "accumulation",
+        ),
         ("training length", length if "train_samples" in results else None),
-        ("training time", f"{format_duration(runtime)}" + (f", {speed:,.0f} tokens/s (source + target, no padding)"
-                                                            if isinstance(speed, (int, float)) else "")
-         if isinstance(runtime, (int, float)) else None),
+        (
+            "training time",
+            f"{format_duration(runtime)}"
+            + (f", {speed:,.0f} tokens/s (source + target, no padding)" if isinstance(speed, (int, float)) else "")
+            if isinstance(runtime, (int, float))
+            else None,
+        ),
         ("label smoothing", settings.get("label_smoothing_factor")),
-        ("decoding", f"{'greedy' if beams == 1 else f'{beams} beams'}, at most {settings.get('generation_max_length')} "
-                     "tokens"),
+        (
+            "decoding",
+            f"{'greedy' if beams == 1 else f'{beams} beams'}, at most {settings.get('generation_max_length')} tokens",
+        ),
         ("seed", settings.get("seed")),
         ("hardware", settings.get("hardware")),
         ("framework versions", ", ".join(f"{k} {v}" for k, v in (settings.get("versions") or {}).items() if v)),
@@ -219,8 +292,13 @@ def _corpus_packages() -> list[dict]:
         return []
     stats = json.loads(stats_path.read_text(encoding="utf-8"))
     return [
-        {"package": name, "version": info.get("version", ""), "license": info.get("license", "unknown"),
-         "pairs": info.get("pairs", 0), "split": info.get("split", "")}
+        {
+            "package": name,
+            "version": info.get("version", ""),
+            "license": info.get("license", "unknown"),
+            "pairs": info.get("pairs", 0),
+            "split": info.get("split", ""),
+        }
         for name, info in stats.get("packages", {}).items()
         if info.get("split") in CARD_SPLITS
     ]

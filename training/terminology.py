@@ -110,7 +110,11 @@ def _whole(term: str, text: str) -> bool:
 
 
 def augment_with_terms(
-    sources: Sequence[str], references: Sequence[str], index: TermIndex, annotation: str, rate: float = 0.5,
+    sources: Sequence[str],
+    references: Sequence[str],
+    index: TermIndex,
+    annotation: str,
+    rate: float = 0.5,
     seed: int = 0,
 ) -> tuple[list[str], int]:
     """Training sources with supported terms annotated, in `rate` of the pairs that support any (the others stay as
@@ -134,8 +138,6 @@ def augment_with_terms(
     return out, annotated
 
 
-def test_term_base(
-    sources: Iterable[str], references: Iterable[str], index: TermIndex
-) -> list[dict[str, str]]:
+def test_term_base(sources: Iterable[str], references: Iterable[str], index: TermIndex) -> list[dict[str, str]]:
     """Per test pair, the entries it supports: a term base built as WMT builds its test terms."""
     return [dict(index.supported(source, reference)) for source, reference in zip(sources, references)]

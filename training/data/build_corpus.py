@@ -86,9 +86,18 @@ class Package:
 # every English source that a training package also has.
 PACKAGES: list[Package] = [
     # ---- train ----
-    Package("django", "5.2.19", "BSD-3-Clause", sha256="5965d974a5218a2b68a11dd1276434707f23886525c23f0598eccedaf4f4ca00"),
-    Package("apache-superset", "6.1.0", "Apache-2.0", sha256="4b5886b2d6389a32df790aeae2532ad72529bce1af93b6edf2d1b2a8bf658748"),
-    Package("horizon", "27.0.0", "Apache-2.0", sha256="8a981dae4fb6626e71553aa185f6e429b0b1efb86b04b0a72c3b18ee04f1f990"),
+    Package(
+        "django", "5.2.19", "BSD-3-Clause", sha256="5965d974a5218a2b68a11dd1276434707f23886525c23f0598eccedaf4f4ca00"
+    ),
+    Package(
+        "apache-superset",
+        "6.1.0",
+        "Apache-2.0",
+        sha256="4b5886b2d6389a32df790aeae2532ad72529bce1af93b6edf2d1b2a8bf658748",
+    ),
+    Package(
+        "horizon", "27.0.0", "Apache-2.0", sha256="8a981dae4fb6626e71553aa185f6e429b0b1efb86b04b0a72c3b18ee04f1f990"
+    ),
     Package("indico", "3.2.9", "MIT", sha256="194d2e31ccaabd2b9af7809e67d60d942faee35a6b4de36f0c2c280a32ed84c3"),
     Package(
         "kolibri",
@@ -100,76 +109,257 @@ PACKAGES: list[Package] = [
         sha256="dc4c187d29a80037594c2dadd1cbc862cb4b8b76166bfd4084314f8ab2bc6221",
     ),
     Package("spyder", "6.1.8", "MIT", sha256="4da836742a7138c93392a8a0bd1a5ff40002cf92d217ef0e7bed11b522322f90"),
-    Package("django-oscar", "4.2.1", "BSD-3-Clause", sha256="adbb95ea0130859c204cc6fb221052d6d437ecbaa90800e8418a809f72645e9c"),
+    Package(
+        "django-oscar",
+        "4.2.1",
+        "BSD-3-Clause",
+        sha256="adbb95ea0130859c204cc6fb221052d6d437ecbaa90800e8418a809f72645e9c",
+    ),
     Package("ephios", "0.27.1", "MIT", sha256="5d58e3d0bff7f4fbd47b8f2672560c473e5c9ca1d3f7eced524ff194f3d38304"),
     Package("thonny", "5.0.1", "MIT", sha256="94eb9fc3d9f45acffcda51c17e75f56bb4b14427fee0467e14fb4f6210c33041"),
-    Package("jupyterlab-language-pack-de-de", "4.5.post3", "BSD-3-Clause", sha256="b716b56f7e0c884f42152d5e36c253ea0f32ca41f99097d842d3934f4a4bc7fb"),
-    Package("django-cms", "5.1.3", "BSD-3-Clause", sha256="acf31919aab389d2bea253efa97a901bf55e96046a252f23a7a742e495848a5e"),
-    Package("mezzanine", "6.1.1", "BSD-2-Clause", sha256="abb8a3d7ee91b724d8aa89fa971bad1cf8e368c21055da4913e20e1418a96d1b"),
-    Package("flask-appbuilder", "5.3.0", "BSD-3-Clause", sha256="85d7c9520402848d864ac91672e19c921ca518ddc9b840d631ed6c04306b89ed"),
-    Package("flask-admin", "2.2.1", "BSD-3-Clause", sha256="a0533fd1968543fc621733316bb9c30774b501c119816f1e83d7dcedacb99895"),
-    Package("heat-dashboard", "16.0.0", "Apache-2.0", sha256="205e17a8fb2a24165f3fc1b8ae9c491470e7ea3ef4cda33272c96114d88887d8"),
-    Package("octavia-dashboard", "18.0.0", "Apache-2.0", sha256="90c1cfbeac0a9bfe4905be62b4bee35a56291d5bd7c4acbcd8802b0ab968fa90"),
-    Package("manila-ui", "16.0.0", "Apache-2.0", sha256="b05f56cc010900aa451412288d077f3a485132851999d41cb36209ed7eb5e738"),
-    Package("magnum-ui", "19.0.0", "Apache-2.0", sha256="80642e89bba9b4d6c5eb9e1b774f3593f564e0076f96d1f3158c639575e7f42f"),
-    Package("trove-dashboard", "27.0.0", "Apache-2.0", sha256="3e2ddb8138a0251da34c377f8283c6b8cac024d29a12976da04545a14ccdab09"),
-    Package("django-helpdesk", "2.6.1", "BSD-3-Clause", sha256="f2167cd340577088be861fa5d25ca6f828226ac0d25db7e67b96a35a89ca4e44"),
-    Package("django-localflavor", "5.1", "BSD-3-Clause", sha256="33a0b5418c99c733e87fd949e08ba3c6ccf7e7a9edd1458dac15586701b2cd90"),
-    Package("django-import-export", "4.4.3", "BSD-2-Clause", sha256="45234e698289fcc1a077ff0c9743b367a76a79c2272c7bf8622b5ff42335c65e"),
-    Package("django-debug-toolbar", "8.0.0", "BSD-3-Clause", sha256="329dfd6e1c26d9b4501a5cc69294c8bb734206ccb1bd36e96afc4d14128b630a"),
+    Package(
+        "jupyterlab-language-pack-de-de",
+        "4.5.post3",
+        "BSD-3-Clause",
+        sha256="b716b56f7e0c884f42152d5e36c253ea0f32ca41f99097d842d3934f4a4bc7fb",
+    ),
+    Package(
+        "django-cms", "5.1.3", "BSD-3-Clause", sha256="acf31919aab389d2bea253efa97a901bf55e96046a252f23a7a742e495848a5e"
+    ),
+    Package(
+        "mezzanine", "6.1.1", "BSD-2-Clause", sha256="abb8a3d7ee91b724d8aa89fa971bad1cf8e368c21055da4913e20e1418a96d1b"
+    ),
+    Package(
+        "flask-appbuilder",
+        "5.3.0",
+        "BSD-3-Clause",
+        sha256="85d7c9520402848d864ac91672e19c921ca518ddc9b840d631ed6c04306b89ed",
+    ),
+    Package(
+        "flask-admin",
+        "2.2.1",
+        "BSD-3-Clause",
+        sha256="a0533fd1968543fc621733316bb9c30774b501c119816f1e83d7dcedacb99895",
+    ),
+    Package(
+        "heat-dashboard",
+        "16.0.0",
+        "Apache-2.0",
+        sha256="205e17a8fb2a24165f3fc1b8ae9c491470e7ea3ef4cda33272c96114d88887d8",
+    ),
+    Package(
+        "octavia-dashboard",
+        "18.0.0",
+        "Apache-2.0",
+        sha256="90c1cfbeac0a9bfe4905be62b4bee35a56291d5bd7c4acbcd8802b0ab968fa90",
+    ),
+    Package(
+        "manila-ui", "16.0.0", "Apache-2.0", sha256="b05f56cc010900aa451412288d077f3a485132851999d41cb36209ed7eb5e738"
+    ),
+    Package(
+        "magnum-ui", "19.0.0", "Apache-2.0", sha256="80642e89bba9b4d6c5eb9e1b774f3593f564e0076f96d1f3158c639575e7f42f"
+    ),
+    Package(
+        "trove-dashboard",
+        "27.0.0",
+        "Apache-2.0",
+        sha256="3e2ddb8138a0251da34c377f8283c6b8cac024d29a12976da04545a14ccdab09",
+    ),
+    Package(
+        "django-helpdesk",
+        "2.6.1",
+        "BSD-3-Clause",
+        sha256="f2167cd340577088be861fa5d25ca6f828226ac0d25db7e67b96a35a89ca4e44",
+    ),
+    Package(
+        "django-localflavor",
+        "5.1",
+        "BSD-3-Clause",
+        sha256="33a0b5418c99c733e87fd949e08ba3c6ccf7e7a9edd1458dac15586701b2cd90",
+    ),
+    Package(
+        "django-import-export",
+        "4.4.3",
+        "BSD-2-Clause",
+        sha256="45234e698289fcc1a077ff0c9743b367a76a79c2272c7bf8622b5ff42335c65e",
+    ),
+    Package(
+        "django-debug-toolbar",
+        "8.0.0",
+        "BSD-3-Clause",
+        sha256="329dfd6e1c26d9b4501a5cc69294c8bb734206ccb1bd36e96afc4d14128b630a",
+    ),
     # ---- validation ----
-    Package("wagtail", "8.0.1", "BSD-3-Clause", split="validation", sha256="1e6ad5c7891a54efce1400e168298b5a2cc343b642cee89c31bf5ec30c98b26c"),
-    Package("django-allauth", "65.22.1", "MIT", split="validation", sha256="08f7a3ddbd5ff7f1000d685dee9c0678d0da2057e18bed473a6eb2de18bd04e4"),
-    Package("django-filer", "3.6.0", "BSD-3-Clause", split="validation", sha256="b441e081f0f5688d234815bd0421a1bafa10217eac31bdfe7c3ef3b092430bb3"),
+    Package(
+        "wagtail",
+        "8.0.1",
+        "BSD-3-Clause",
+        split="validation",
+        sha256="1e6ad5c7891a54efce1400e168298b5a2cc343b642cee89c31bf5ec30c98b26c",
+    ),
+    Package(
+        "django-allauth",
+        "65.22.1",
+        "MIT",
+        split="validation",
+        sha256="08f7a3ddbd5ff7f1000d685dee9c0678d0da2057e18bed473a6eb2de18bd04e4",
+    ),
+    Package(
+        "django-filer",
+        "3.6.0",
+        "BSD-3-Clause",
+        split="validation",
+        sha256="b441e081f0f5688d234815bd0421a1bafa10217eac31bdfe7c3ef3b092430bb3",
+    ),
     # ---- test ----
-    Package("Trac", "1.6", "BSD-3-Clause", split="test", sha256="5ff2f3394ebee7cc5b8ee465871cfdecb78ee492a74215b47b6d9ddbcc93b5f7"),
-    Package("sphinx", "9.0.4", "BSD-2-Clause", split="test", sha256="5bebc595a5e943ea248b99c13814c1c5e10b3ece718976824ffa7959ff95fffb"),
-    Package("djangorestframework", "3.18.3", "BSD-3-Clause", split="test", sha256="8544bb674846731b1e3c9b309236ee1dc412905a0aa725be2ec193ca950a7d12"),
+    Package(
+        "Trac",
+        "1.6",
+        "BSD-3-Clause",
+        split="test",
+        sha256="5ff2f3394ebee7cc5b8ee465871cfdecb78ee492a74215b47b6d9ddbcc93b5f7",
+    ),
+    Package(
+        "sphinx",
+        "9.0.4",
+        "BSD-2-Clause",
+        split="test",
+        sha256="5bebc595a5e943ea248b99c13814c1c5e10b3ece718976824ffa7959ff95fffb",
+    ),
+    Package(
+        "djangorestframework",
+        "3.18.3",
+        "BSD-3-Clause",
+        split="test",
+        sha256="8544bb674846731b1e3c9b309236ee1dc412905a0aa725be2ec193ca950a7d12",
+    ),
     # ---- heldout_tools ----
     # Command-line tools, libraries and documentation tooling: a different kind of project than the (mostly web)
     # applications above, never used for training or tuning.  Last in the table, so they lose every English source
     # that any other split has.
     # command-line tools
-    Package("udiskie", "2.7.0", "MIT", split="heldout_tools", sha256="ac5604cf28faf5d7909af84e81550bb6ff7516c22c7bf4c6e7356bd90a2901e2"),  # removable-media automounter
+    Package(
+        "udiskie",
+        "2.7.0",
+        "MIT",
+        split="heldout_tools",
+        sha256="ac5604cf28faf5d7909af84e81550bb6ff7516c22c7bf4c6e7356bd90a2901e2",
+    ),  # removable-media automounter
     Package(  # static site generator
-        "nikola", "8.3.3", "MIT", split="heldout_tools", catalogue_re=r"^translations/nikola\.messages/de\.po$",
+        "nikola",
+        "8.3.3",
+        "MIT",
+        split="heldout_tools",
+        catalogue_re=r"^translations/nikola\.messages/de\.po$",
         sha256="cf01deb90e7062912cd96029fc477a41686bcd5bb1452f101c999f777fcc181a",
     ),
     Package(  # documentation site generator; the catalogues of its two built-in themes
-        "mkdocs", "1.6.1", "BSD-2-Clause", split="heldout_tools",
+        "mkdocs",
+        "1.6.1",
+        "BSD-2-Clause",
+        split="heldout_tools",
         catalogue_re=r"^mkdocs/themes/[^/]+/locales/de/LC_MESSAGES/messages\.(?:po|mo)$",
         sha256="db91759624d1647f3f34aa0c3f327dd2601beae39a366d6e064c03468d35c20e",
     ),
     # libraries
     Package(  # form validation
-        "FormEncode", "2.1.1", "MIT", split="heldout_tools",
+        "FormEncode",
+        "2.1.1",
+        "MIT",
+        split="heldout_tools",
         catalogue_re=r"^formencode/i18n/de/LC_MESSAGES/FormEncode\.(?:po|mo)$",
         sha256="2194d0c9bfe15c3bf9c331cca0cb73de3746f64d327cff06f097a5abb8552d2d",
     ),
-    Package("wtforms", "3.3.2", "BSD-3-Clause", split="heldout_tools", sha256="2fac992f39102d6268b06e05cdbdf37a7e9b9a4e103916d2dff1d09a080b531d"),  # form validation
-    Package("humanize", "4.17.0", "MIT", split="heldout_tools", sha256="02d0899527760efe18011944f882df4970943b4cdff7b5a0ba7fed43a576ef98"),  # numbers, dates, sizes
+    Package(
+        "wtforms",
+        "3.3.2",
+        "BSD-3-Clause",
+        split="heldout_tools",
+        sha256="2fac992f39102d6268b06e05cdbdf37a7e9b9a4e103916d2dff1d09a080b531d",
+    ),  # form validation
+    Package(
+        "humanize",
+        "4.17.0",
+        "MIT",
+        split="heldout_tools",
+        sha256="02d0899527760efe18011944f882df4970943b4cdff7b5a0ba7fed43a576ef98",
+    ),  # numbers, dates, sizes
     Package(  # cron expressions in words
-        "cron-descriptor", "2.2.1", "MIT", split="heldout_tools", catalogue_re=r"^cron_descriptor/locale/de_DE\.mo$",
+        "cron-descriptor",
+        "2.2.1",
+        "MIT",
+        split="heldout_tools",
+        catalogue_re=r"^cron_descriptor/locale/de_DE\.mo$",
         sha256="23b42aca983841333aaf28095024e0457f005621d03e658edbd7316a5f2bbd42",
     ),
-    Package("flask-security-too", "5.9.2", "MIT", split="heldout_tools", sha256="98f5e676767735dd2ff48afa92bcc9916778306b103999f8f4538a36b096f111"),  # auth library
-    Package("oslo.cache", "4.3.0", "Apache-2.0", split="heldout_tools", sha256="16ceeb61e07eb5bc010ad29d3a273ab0806c4a4a61c46ea8a1b0320a7739e1a1"),
-    Package("oslo.concurrency", "7.6.1", "Apache-2.0", split="heldout_tools", sha256="37cc117c5d0600542d3d88ce03efa96f53fc9324cdf3c056695674a680c488b2"),
-    Package("oslo.log", "8.3.2", "Apache-2.0", split="heldout_tools", sha256="e3b61143756749b55eed8dbf064914c053e17e4e741c05fdb4e01d9f9a420a31"),
-    Package("oslo.privsep", "3.12.0", "Apache-2.0", split="heldout_tools", sha256="ee3eaa5b3fb25e2a5199c5bfb1e3c0f90a0d50644a1cf997281d76400e6a2627"),
-    Package("oslo.utils", "10.2.0", "Apache-2.0", split="heldout_tools", sha256="f33abd2f3c638c00f8736dfdff83a34f433bdb71e3b448d4380809a329917919"),
-    # documentation themes (Sphinx)
-    Package("pydata-sphinx-theme", "0.24.0", "BSD-3-Clause", split="heldout_tools", sha256="195bc167ab1dcf0b31037e26f145f60461dc9cbb1eb2011283565567ee4fb6e5"),
     Package(
-        "sphinx-book-theme", "1.4.0", "BSD-3-Clause", split="heldout_tools",
+        "flask-security-too",
+        "5.9.2",
+        "MIT",
+        split="heldout_tools",
+        sha256="98f5e676767735dd2ff48afa92bcc9916778306b103999f8f4538a36b096f111",
+    ),  # auth library
+    Package(
+        "oslo.cache",
+        "4.3.0",
+        "Apache-2.0",
+        split="heldout_tools",
+        sha256="16ceeb61e07eb5bc010ad29d3a273ab0806c4a4a61c46ea8a1b0320a7739e1a1",
+    ),
+    Package(
+        "oslo.concurrency",
+        "7.6.1",
+        "Apache-2.0",
+        split="heldout_tools",
+        sha256="37cc117c5d0600542d3d88ce03efa96f53fc9324cdf3c056695674a680c488b2",
+    ),
+    Package(
+        "oslo.log",
+        "8.3.2",
+        "Apache-2.0",
+        split="heldout_tools",
+        sha256="e3b61143756749b55eed8dbf064914c053e17e4e741c05fdb4e01d9f9a420a31",
+    ),
+    Package(
+        "oslo.privsep",
+        "3.12.0",
+        "Apache-2.0",
+        split="heldout_tools",
+        sha256="ee3eaa5b3fb25e2a5199c5bfb1e3c0f90a0d50644a1cf997281d76400e6a2627",
+    ),
+    Package(
+        "oslo.utils",
+        "10.2.0",
+        "Apache-2.0",
+        split="heldout_tools",
+        sha256="f33abd2f3c638c00f8736dfdff83a34f433bdb71e3b448d4380809a329917919",
+    ),
+    # documentation themes (Sphinx)
+    Package(
+        "pydata-sphinx-theme",
+        "0.24.0",
+        "BSD-3-Clause",
+        split="heldout_tools",
+        sha256="195bc167ab1dcf0b31037e26f145f60461dc9cbb1eb2011283565567ee4fb6e5",
+    ),
+    Package(
+        "sphinx-book-theme",
+        "1.4.0",
+        "BSD-3-Clause",
+        split="heldout_tools",
         catalogue_re=r"/locales/de/LC_MESSAGES/booktheme\.(?:po|mo)$",
         sha256="10fd57d667ee0b565928c3ce95562e281c5d1b94bd5a2aafc5cd41a5d498dcd0",
     ),
-    Package("sphinx-rtd-theme", "3.1.0", "MIT", split="heldout_tools", sha256="1785824ae8e6632060490f67cf3a72d404a85d2d9fc26bce3619944de5682b89"),
+    Package(
+        "sphinx-rtd-theme",
+        "3.1.0",
+        "MIT",
+        split="heldout_tools",
+        sha256="1785824ae8e6632060490f67cf3a72d404a85d2d9fc26bce3619944de5682b89",
+    ),
 ]
 
 SPLITS = ("train", "validation", "test", "heldout_tools")
-
 
 
 # --------------------------------------------------------------------------- #
@@ -196,8 +386,16 @@ def download(pkg: Package, cache: Path) -> Path:
         return check_sha256(wheel, pkg)
     print(f"  downloading {pkg.origin} ...", flush=True)
     cmd = [
-        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-        "--only-binary=:all:", "--dest", str(cache), f"{pkg.name}=={pkg.version}",
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(cache),
+        f"{pkg.name}=={pkg.version}",
     ]
     subprocess.run(cmd, check=True)
     wheel = find_cached_wheel(pkg, cache)
@@ -270,7 +468,7 @@ def classify_license_text(text: str) -> str | None:
     if name != "BSD":
         return name
     end = flat.find("THIS SOFTWARE IS PROVIDED", pos)
-    clauses = flat[pos:end if end > 0 else None]
+    clauses = flat[pos : end if end > 0 else None]
     third = re.search(r"Neither the name|may not be used to endorse", clauses, re.I)
     return "BSD-3-Clause" if third else "BSD-2-Clause"
 
@@ -295,8 +493,14 @@ def _homepage(meta, pkg: Package) -> str:
     for entry in meta.get_all("Project-URL") or []:
         label, _, link = entry.partition(",")
         urls.setdefault(label.strip().lower(), link.strip())
-    for candidate in (meta.get("Home-page"), urls.get("homepage"), urls.get("home"),
-                      urls.get("source"), urls.get("repository"), urls.get("documentation")):
+    for candidate in (
+        meta.get("Home-page"),
+        urls.get("homepage"),
+        urls.get("home"),
+        urls.get("source"),
+        urls.get("repository"),
+        urls.get("documentation"),
+    ):
         if candidate:
             return candidate
     return f"https://pypi.org/project/{pkg.name}/ (no URL in METADATA)"
@@ -308,9 +512,9 @@ def read_license(wheel: Path, pkg: Package) -> LicenseInfo:
         dist_info = _dist_info_dir(zf, pkg)
         meta = email.parser.Parser().parsestr(zf.read(dist_info + "METADATA").decode("utf-8"))
         licence_files = [
-            n for n in zf.namelist()
-            if n.startswith(dist_info)
-            and re.search(r"(?i)/(?:licenses/)?(?:licen[cs]e|copying|notice)[^/]*$", n)
+            n
+            for n in zf.namelist()
+            if n.startswith(dist_info) and re.search(r"(?i)/(?:licenses/)?(?:licen[cs]e|copying|notice)[^/]*$", n)
         ]
         texts = [zf.read(n).decode("utf-8", "replace") for n in sorted(licence_files)]
 
@@ -320,7 +524,8 @@ def read_license(wheel: Path, pkg: Package) -> LicenseInfo:
     # Cross-check against the main licence file(s) only: LICENSE.python, NOTICE and
     # AUTHORS cover bundled third-party code or list people.
     main_texts = [
-        t for n, t in zip(sorted(licence_files), texts)
+        t
+        for n, t in zip(sorted(licence_files), texts)
         if re.search(r"(?i)/(?:licen[cs]e|copying)(?:\.txt|\.md|\.rst)?$", n)
     ]
     from_texts = sorted({s for s in map(classify_license_text, main_texts) if s})
@@ -335,10 +540,8 @@ def read_license(wheel: Path, pkg: Package) -> LicenseInfo:
     if free_text:
         evidence.append(f"License: {free_text}")
     evidence += classifiers
-    names = [n[len(dist_info):] for n in sorted(licence_files)]
-    evidence.append(
-        f"licence files {names} read as {from_texts}" if names else "no licence file in the wheel"
-    )
+    names = [n[len(dist_info) :] for n in sorted(licence_files)]
+    evidence.append(f"licence files {names} read as {from_texts}" if names else "no licence file in the wheel")
 
     if expression:
         spdx = expression.strip()
@@ -601,8 +804,10 @@ def write_attribution(path: Path, stats: dict, licences: dict[str, LicenseInfo])
     ]
     for pkg in PACKAGES:
         info = licences[pkg.name]
-        lines.append(f"- **{pkg.origin}** ({stats['packages'][pkg.name]['wheel']}, sha256 "
-                     f"`{stats['packages'][pkg.name]['sha256'][:16]}...`): {info.evidence}")
+        lines.append(
+            f"- **{pkg.origin}** ({stats['packages'][pkg.name]['wheel']}, sha256 "
+            f"`{stats['packages'][pkg.name]['sha256'][:16]}...`): {info.evidence}"
+        )
     lines += [
         "",
         "## Notes",
@@ -652,10 +857,17 @@ def build(out: Path, cache: Path) -> dict:
         dropped[pkg.name] = Counter({"fuzzy": counts.fuzzy, "obsolete": counts.obsolete})
         pairs = filter_pairs(pairs, dropped[pkg.name])
         per_package[pkg.name] = pairs
-        meta[pkg.name] = {"wheel": wheel.name, "sha256": sha256(wheel), "catalogues": sources,
-                          "entries_read": counts.entries}
-        print(f"  licence {licences[pkg.name].spdx}; {len(sources)} catalogues, "
-              f"{counts.entries} entries, {len(pairs)} usable pairs", flush=True)
+        meta[pkg.name] = {
+            "wheel": wheel.name,
+            "sha256": sha256(wheel),
+            "catalogues": sources,
+            "entries_read": counts.entries,
+        }
+        print(
+            f"  licence {licences[pkg.name].spdx}; {len(sources)} catalogues, "
+            f"{counts.entries} entries, {len(pairs)} usable pairs",
+            flush=True,
+        )
 
     records = split(per_package, dropped)
     for pkg in PACKAGES:
@@ -672,10 +884,18 @@ def build(out: Path, cache: Path) -> dict:
 def main(argv: list[str] | None = None) -> None:
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=here.parents[1] / "hf_pgen" / "en_de_messages",
-                        help="output folder (default: the one hf_pgen.corpus loads)")
-    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "hf_pgen_corpus",
-                        help="where the downloaded wheels are kept")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=here.parents[1] / "hf_pgen" / "en_de_messages",
+        help="output folder (default: the one hf_pgen.corpus loads)",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path.home() / ".cache" / "hf_pgen_corpus",
+        help="where the downloaded wheels are kept",
+    )
     args = parser.parse_args(argv)
     stats = build(args.out, args.cache)
 

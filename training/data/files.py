@@ -34,8 +34,14 @@ __all__ = ["DataError", "EMBEDDED_CORPUS", "file_format", "read_translation_file
 
 EMBEDDED_CORPUS = "en_de_messages"
 TEXT_FORMATS = ("json", "csv", "tsv")
-_SUFFIXES = ((".jsonl", "json"), (".json", "json"), (".csv", "csv"), (".tsv", "tsv"), (".parquet", "parquet"),
-             (".arrow", "arrow"))
+_SUFFIXES = (
+    (".jsonl", "json"),
+    (".json", "json"),
+    (".csv", "csv"),
+    (".tsv", "tsv"),
+    (".parquet", "parquet"),
+    (".arrow", "arrow"),
+)
 SUPPORTED = ".json/.jsonl, .csv, .tsv (each optionally .gz), .parquet or .arrow"
 
 
@@ -44,7 +50,7 @@ class DataError(ValueError):
 
 
 def file_format(path: str) -> str | None:
-    """"json", "csv", "tsv", "parquet" or "arrow" from the file name (a ".gz" suffix is looked through), else None."""
+    """ "json", "csv", "tsv", "parquet" or "arrow" from the file name (a ".gz" suffix is looked through), else None."""
     name = path.lower()
     compressed = name.endswith(".gz")
     if compressed:
@@ -86,9 +92,12 @@ def _undecodable_in_file(path: str, raw: bytes, error: UnicodeDecodeError) -> Da
     line = raw[: error.start].count(b"\n") + 1
     start = raw.rfind(b"\n", 0, error.start) + 1
     end = raw.find(b"\n", error.start)
-    return _undecodable(path, line, UnicodeDecodeError(
-        error.encoding, error.object, error.start - start, error.end - start, error.reason),
-        raw[start : end if end >= 0 else len(raw)])
+    return _undecodable(
+        path,
+        line,
+        UnicodeDecodeError(error.encoding, error.object, error.start - start, error.end - start, error.reason),
+        raw[start : end if end >= 0 else len(raw)],
+    )
 
 
 def _text_pair(values: dict, source_lang: str, target_lang: str, where: str, what: str) -> tuple[Any, Any]:
@@ -118,8 +127,9 @@ def _keep_pair(source: Any, target: Any, stats: Counter, where: str) -> bool:
 
 def _log_skip(stats: Counter, key: str, message: str) -> None:
     if stats[key] <= 5:
-        logger.warning("%s: skipped%s", message, " (further such lines are counted, not logged)" if stats[key] == 5
-                       else "")
+        logger.warning(
+            "%s: skipped%s", message, " (further such lines are counted, not logged)" if stats[key] == 5 else ""
+        )
 
 
 def read_translation_file(path: str, source_lang: str, target_lang: str, skip_bad_lines: bool = False):
@@ -134,8 +144,9 @@ def read_translation_file(path: str, source_lang: str, target_lang: str, skip_ba
     """
     kind = file_format(path)
     if kind not in TEXT_FORMATS:
-        raise DataError(f"{path}: not a text data file; the strict reader reads .json/.jsonl, .csv or .tsv "
-                        "(optionally .gz).")
+        raise DataError(
+            f"{path}: not a text data file; the strict reader reads .json/.jsonl, .csv or .tsv (optionally .gz)."
+        )
     raw = _read_bytes(path)
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
@@ -152,8 +163,9 @@ def read_translation_file(path: str, source_lang: str, target_lang: str, skip_ba
             except UnicodeDecodeError as error:
                 raise _undecodable_in_file(path, raw, error) from error
             except json.JSONDecodeError as error:
-                raise DataError(f"{path}, line {error.lineno}, column {error.colno}: malformed JSON "
-                                f"({error.msg}).") from error
+                raise DataError(
+                    f"{path}, line {error.lineno}, column {error.colno}: malformed JSON ({error.msg})."
+                ) from error
             numbered = [(i + 1, record) for i, record in enumerate(records)]
             unit = "record"
         else:
@@ -181,8 +193,10 @@ def read_translation_file(path: str, source_lang: str, target_lang: str, skip_ba
                         stats["skipped_malformed_lines"] += 1
                         _log_skip(stats, "skipped_malformed_lines", f"{path}, line {number}: malformed JSON")
                         continue
-                    raise DataError(f"{path}, line {number}, column {error.colno}: malformed JSON ({error.msg}); "
-                                    "pass --skip_bad_lines to skip such lines.") from error
+                    raise DataError(
+                        f"{path}, line {number}, column {error.colno}: malformed JSON ({error.msg}); "
+                        "pass --skip_bad_lines to skip such lines."
+                    ) from error
         for number, record in numbered:
             where = f"{path}, {unit} {number}"
             if not isinstance(record, dict):
@@ -190,12 +204,13 @@ def read_translation_file(path: str, source_lang: str, target_lang: str, skip_ba
             if "translation" in record:
                 values = record["translation"]
                 if not isinstance(values, dict):
-                    raise DataError(f"{where}: 'translation' must be an object with one key per language, got "
-                                    f"{type(values).__name__}.")
+                    raise DataError(
+                        f"{where}: 'translation' must be an object with one key per language, got "
+                        f"{type(values).__name__}."
+                    )
                 source, target = _text_pair(values, source_lang, target_lang, where, "key in 'translation'")
             else:
-                source, target = _text_pair(record, source_lang, target_lang, where,
-                                            "key (nor a 'translation' object)")
+                source, target = _text_pair(record, source_lang, target_lang, where, "key (nor a 'translation' object)")
             if _keep_pair(source, target, stats, where):
                 sources.append(source)
                 targets.append(target)
@@ -263,13 +278,17 @@ def _language_columns(dataset, source_lang: str, target_lang: str, name: str) ->
             raise DataError(f"{name}: the 'translation' column must hold one text per language, got {feature}.")
         missing = [lang for lang in (source_lang, target_lang) if lang not in keys]
         if missing:
-            raise DataError(f"{name}: no {', '.join(repr(m) for m in missing)} key in 'translation'; keys found: "
-                            f"{sorted(keys)}. Set --source_lang/--target_lang to match the data.")
+            raise DataError(
+                f"{name}: no {', '.join(repr(m) for m in missing)} key in 'translation'; keys found: "
+                f"{sorted(keys)}. Set --source_lang/--target_lang to match the data."
+            )
         return "translation"
     missing = [lang for lang in (source_lang, target_lang) if lang not in columns]
     if missing:
-        raise DataError(f"{name}: no column named {', '.join(repr(m) for m in missing)} (nor a 'translation' "
-                        f"column); columns found: {columns}. Set --source_lang/--target_lang to match the data.")
+        raise DataError(
+            f"{name}: no column named {', '.join(repr(m) for m in missing)} (nor a 'translation' "
+            f"column); columns found: {columns}. Set --source_lang/--target_lang to match the data."
+        )
     for lang in (source_lang, target_lang):
         feature = features[lang]
         if not (isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")):
@@ -289,15 +308,18 @@ def _normalise(dataset, source_lang: str, target_lang: str, name: str, num_proc:
             sources, targets = batch[source_lang], batch[target_lang]
         return {"source": sources, "target": targets}
 
-    normalised = dataset.map(pairs, batched=True, remove_columns=dataset.column_names, num_proc=num_proc,
-                             desc=f"Reading {name}")
+    normalised = dataset.map(
+        pairs, batched=True, remove_columns=dataset.column_names, num_proc=num_proc, desc=f"Reading {name}"
+    )
     for column, lang in (("source", source_lang), ("target", target_lang)):
         dtype = getattr(normalised.features[column], "dtype", None)
         if dtype not in ("string", "large_string", "null"):
             raise DataError(f"{name}: the '{lang}' texts must be strings, but they are {dtype}.")
     kept = normalised.filter(
         lambda batch: [bool(s and s.strip() and t and t.strip()) for s, t in zip(batch["source"], batch["target"])],
-        batched=True, num_proc=num_proc, desc=f"Checking {name}",
+        batched=True,
+        num_proc=num_proc,
+        desc=f"Checking {name}",
     )
     stats: Counter = Counter()
     if len(kept) < len(normalised):
@@ -306,8 +328,15 @@ def _normalise(dataset, source_lang: str, target_lang: str, name: str, num_proc:
     return kept, stats
 
 
-def load_translation_file(path: str, source_lang: str, target_lang: str, *, skip_bad_lines: bool = False,
-                          cache_dir: str | None = None, num_proc: int | None = None):
+def load_translation_file(
+    path: str,
+    source_lang: str,
+    target_lang: str,
+    *,
+    skip_bad_lines: bool = False,
+    cache_dir: str | None = None,
+    num_proc: int | None = None,
+):
     """One data file as a `datasets.Dataset` of "source"/"target" pairs, plus the stats of the strict checks."""
     import datasets
 
@@ -349,8 +378,10 @@ def _load_named_dataset(name: str, config_name: str | None, cache_dir: str | Non
     if os.path.isdir(name) and any(os.path.isfile(os.path.join(name, f)) for f in ("dataset_dict.json", "state.json")):
         loaded = datasets.load_from_disk(name)
         if isinstance(loaded, datasets.Dataset):
-            raise DataError(f"{name} holds a single Dataset, not splits: save a DatasetDict (DatasetDict({{'train': "
-                            "ds, 'validation': ..., 'test': ...}).save_to_disk(...)), or pass it as --train_file.")
+            raise DataError(
+                f"{name} holds a single Dataset, not splits: save a DatasetDict (DatasetDict({{'train': "
+                "ds, 'validation': ..., 'test': ...}).save_to_disk(...)), or pass it as --train_file."
+            )
         return loaded
     return datasets.load_dataset(name, config_name, cache_dir=cache_dir, token=token)
 
@@ -383,7 +414,11 @@ def load_translation_splits(
         for split in needed:
             if files[split] is not None:
                 splits[split], stats[split] = load_translation_file(
-                    files[split], source_lang, target_lang, skip_bad_lines=skip_bad_lines, cache_dir=cache_dir,
+                    files[split],
+                    source_lang,
+                    target_lang,
+                    skip_bad_lines=skip_bad_lines,
+                    cache_dir=cache_dir,
                     num_proc=num_proc,
                 )
                 names[split] = files[split]
@@ -392,8 +427,10 @@ def load_translation_splits(
             from hf_pgen.corpus import load_en_de_messages
 
             if (source_lang, target_lang) not in (("en", "de"), ("de", "en")):
-                raise DataError(f"The embedded corpus is English-German; --source_lang {source_lang} --target_lang "
-                                f"{target_lang} needs --dataset_name or data files.")
+                raise DataError(
+                    f"The embedded corpus is English-German; --source_lang {source_lang} --target_lang "
+                    f"{target_lang} needs --dataset_name or data files."
+                )
             raw, origin = load_en_de_messages(), EMBEDDED_CORPUS
         else:
             raw, origin = _load_named_dataset(dataset_name, dataset_config_name, cache_dir, token), dataset_name
@@ -404,8 +441,9 @@ def load_translation_splits(
     for split, split_stats in stats.items():
         skipped = {k: v for k, v in split_stats.items() if k.startswith("skipped") and v}
         if skipped:
-            logger.warning("%s data (%s): kept %d pairs, skipped %s", split, names[split], split_stats["pairs"],
-                           skipped)
+            logger.warning(
+                "%s data (%s): kept %d pairs, skipped %s", split, names[split], split_stats["pairs"], skipped
+            )
         else:
             logger.info("%s data (%s): %d pairs", split, names[split], split_stats["pairs"])
         if split_stats["pairs"] == 0:
