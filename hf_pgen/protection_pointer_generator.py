@@ -488,7 +488,7 @@ def _protected_spans_for_batch(
                 stray = vocabulary.stray_ids(text, sorted(found + added), oov_words, vocab_size)
             kinds = {span: "span" for span in found}
             for target, start, end in term["targets"] if term else ():
-                if start is None:  # not in the source: spelled from the vocabulary
+                if start is None:  # not written into the source: spelled from the vocabulary, or copied
                     entry = by_text.setdefault(
                         target,
                         {
@@ -502,20 +502,23 @@ def _protected_spans_for_batch(
                         },
                     )
                     entry["count"] += 1
-                    entry["variants"] += [v for v in speller.alone(target)] + [
-                        speller.strip(v) for v in speller.alone(target)
-                    ]
+                    alone = speller.alone(target)
+                    # Where the source holds the target's text as it stands (an identity entry, a name), its own ids
+                    # there spell it too: a copy model copies it, characters its vocabulary lacks included.
+                    copies = []
+                    for at in _whole_occurrences(text, target, skip):
+                        if not _overlaps(at, added):
+                            own, aligned, cut, _ = _source_spelling(text, at, ids, mask, offsets)
+                            if aligned and not cut and speller.unk not in own:
+                                copies.append(own)
+                    entry["variants"] += alone + copies + [speller.strip(v) for v in alone + copies]
                 else:
                     kinds[(start, end)] = "term"
             for start, end in sorted(kinds):
                 span_text = text[start:end]
                 what = "Glossary term" if kinds[(start, end)] == "term" else "Protected span"
-                covering = [p for p, (s, e) in enumerate(offsets) if mask[p] and e > s and s < end and e > start]
                 variants = list(speller.alone(span_text))
-                first, last = (offsets[covering[0]][0], offsets[covering[-1]][1]) if covering else (end, start)
-                while start < last < end and unicodedata.combining(text[last]):
-                    last += 1  # a normalizer's offsets of a composed character leave out its combining marks
-                cut = first > start or last < end  # (partly) past the truncation: the model did not read it
+                own, aligned, cut, covering = _source_spelling(text, (start, end), ids, mask, offsets)
                 if cut and variants:
                     warnings.warn(
                         f"{what} {span_text!r} of source {index} lies past the truncation: the model did not "
@@ -528,13 +531,9 @@ def _protected_spans_for_batch(
                 # aside). When they also hold text around it ("for" in "▁information", "1" in "%1"), they are a
                 # *context* variant: a copy of them holds the span and counts as one, but the rules never force
                 # them (they would force the text around the span too).
-                own = tuple(ids[p] for p in covering)
                 context = []
                 if not cut and speller.unk not in own:
-                    if not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip():
-                        variants.append(own)
-                    else:
-                        context.append(own)
+                    (variants if aligned else context).append(own)
                 variants += [speller.strip(v) for v in variants]
                 entry = by_text.setdefault(
                     span_text,
@@ -572,8 +571,9 @@ def _protected_spans_for_batch(
                 )
                 if entry.get("term") and not entry["variants"] and not entry["context"] and not entry.get("cut"):
                     why = (
-                        "the vocabulary spells it only with unknown tokens, and the model has no copy head or the "
-                        "glossary annotation that would put it in the source"
+                        "the vocabulary spells it only with unknown tokens and the source does not hold it to copy; a "
+                        "copy model trained with the glossary annotation (run_translation --glossary_augmentation) "
+                        "reads it in its source and copies it"
                     )
                 warnings.warn(
                     f"{'Glossary term' if entry.get('term') else 'Protected span'} {span_text!r} of source {index} "
@@ -618,6 +618,38 @@ def _protected_spans_for_batch(
 def _overlaps(span: tuple[int, int], ranges: Sequence[tuple[int, int]]) -> bool:
     start, end = span
     return any(start < e and s < end for s, e in ranges)
+
+
+def _source_spelling(
+    text: str, span: tuple[int, int], ids: list[int], mask: list[int], offsets: list[tuple[int, int]]
+) -> tuple[tuple[int, ...], bool, bool, list[int]]:
+    """The source's own ids at `span` of `text`: (those ids, whether they start and end there (whitespace a token
+    folded in aside), whether truncation cut the span (wholly or in part), the positions)."""
+    start, end = span
+    covering = [p for p, (s, e) in enumerate(offsets) if mask[p] and e > s and s < end and e > start]
+    first, last = (offsets[covering[0]][0], offsets[covering[-1]][1]) if covering else (end, start)
+    while start < last < end and unicodedata.combining(text[last]):
+        last += 1  # a normalizer's offsets of a composed character leave out its combining marks
+    cut = first > start or last < end  # (partly) past the truncation: the model did not read it
+    aligned = not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip()
+    return tuple(ids[p] for p in covering), aligned, cut, covering
+
+
+def _whole_occurrences(text: str, term: str, skip: int) -> list[tuple[int, int]]:
+    """The spans where `term` stands in `text[skip:]` not glued to a word character on either side."""
+    found, at = [], text.find(term, skip)
+    while at >= 0:
+        end = at + len(term)
+        if not (at > skip and _word(text[at - 1]) and _word(term[0])) and not (
+            end < len(text) and _word(text[end]) and _word(term[-1])
+        ):
+            found.append((at, end))
+        at = text.find(term, at + 1)
+    return found
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _check_no_conflict(text: str, found: list[tuple[int, int]], sources: Sequence[tuple[int, int]], index: int) -> None:

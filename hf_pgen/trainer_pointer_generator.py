@@ -110,6 +110,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         glossary_column: instead of `glossary`, a dataset column holding each example's own term base (a list of
             `[source term, target term]` pairs, or a dict), as WMT gives terms per sentence. A dataset without the
             column (a validation set, say) is decoded without terms.
+        glossary_match: how source terms match (`"inflected"`, the default for dicts, files and the column, or
+            `"exact"`; see `hf_pgen.Glossary`).
 
     Differences from the stock trainer, for a model with a copy head (`hf_pgen.is_pointer_generator(model)`):
 
@@ -140,6 +142,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         glossary: Any = None,
         glossary_mode: str = "guarantee",
         glossary_column: str | None = None,
+        glossary_match: str | None = None,
         source_column: str = "source",
         source_prefix: str = "",
         max_source_length: int | None = None,
@@ -166,7 +169,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             if glossary_mode not in GLOSSARY_MODES:
                 raise ValueError(f"glossary_mode={glossary_mode!r} is not one of {GLOSSARY_MODES}.")
         if glossary is not None:
-            glossary = glossaries_for(glossary, None)  # a file is read (and checked) once, before any training
+            # a file is read (and checked) once, before any training
+            glossary = glossaries_for(glossary, None, match=glossary_match)
             if isinstance(glossary, list):
                 raise TypeError(
                     "The Trainer's glossary is one term base for every example: a dict, a Glossary or a TSV/CSV path."
@@ -176,6 +180,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                 "Pass glossary (one term base for every example) or glossary_column (one per example), not both."
             )
         self.glossary, self.glossary_mode, self.glossary_column = glossary, glossary_mode, glossary_column
+        self.glossary_match = glossary_match
         self._protection = dict(
             source_column=source_column, source_prefix=source_prefix, max_source_length=max_source_length
         )
@@ -339,6 +344,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             source_prefix=self._protection["source_prefix"],
             glossary=glossary,
             glossary_mode=self.glossary_mode,
+            glossary_match=self.glossary_match,
         )
         for row, (ids, mask) in enumerate(zip(inputs["input_ids"], inputs["attention_mask"])):
             if batch["input_ids"][row] != ids[mask.bool()].tolist():  # every row: any may be the one cut shorter
