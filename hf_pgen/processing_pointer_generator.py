@@ -216,7 +216,7 @@ class PointerGeneratorProcessor:
         if protect is None and terms is None:
             return batch
         return _add_protected_spans(
-            batch, text, protect, self._vocabulary_index, self.vocab_size, keep_offsets, skip, terms=terms
+            batch, text, protect, self._vocabulary_index, self.vocab_size, keep_offsets, skip, terms, self.copies
         )
 
     def glossary_sources(

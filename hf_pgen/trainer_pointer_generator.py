@@ -247,6 +247,23 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
 
     # -- evaluation -----------------------------------------------------------------------------------------------
 
+    def oov_tables(self, dataset) -> tuple[list[list[str]] | None, list[list[dict]] | None]:
+        """The OOV tables (and spacing records) that decode the last evaluation's or prediction's generated ids of
+        `dataset`, in its order: its `oov_words` column, with the slots a glossary gave target words only copies spell
+        (see `glossary`) added. `(None, None)` without the column."""
+        return self._tables(_ExampleIndexDataset(dataset), range(len(dataset)))
+
+    def _tables(self, examples, indices) -> tuple[list[list[str]] | None, list[list[dict]] | None]:
+        tables = examples.column(self.oov_words_column)
+        if tables is None:
+            return None, None
+        records = examples.column(self.oov_spacing_column)
+        extra = getattr(self, "_extra_oov", {})
+        oov_words = [list(tables[i] or ()) + list(extra.get(i, ((), ()))[0]) for i in indices]
+        if records is None:
+            return oov_words, None
+        return oov_words, [list(records[i] or ()) + list(extra.get(i, ((), ()))[1]) for i in indices]
+
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         indices = inputs.pop(EXAMPLE_INDEX, None)  # (B,)
         copy_head = is_pointer_generator(self.model)
@@ -283,6 +300,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         examples = getattr(dataloader, "dataset", None)
         examples = examples if isinstance(examples, _ExampleIndexDataset) else None
         self._gathered_indices, self._evaluation_rows, self._examples = [], None, examples
+        self._extra_oov: dict[int, tuple[list[str], list[dict]]] = {}  # see oov_tables
         compute_metrics = self.compute_metrics
         if compute_metrics is not None and examples is not None:
             self.compute_metrics = functools.partial(self._compute_metrics_with_examples, compute_metrics, examples)
@@ -360,6 +378,12 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         if spans is None:  # a glossary hint: the annotation is in the inputs already, nothing is forced
             return {}
         if is_pointer_generator(model):
+            # Glossary target words only copies spell got slots past the source's own: decoding needs them too.
+            tables = self._examples.column(self.oov_words_column) if self._examples is not None else None
+            for row, index in enumerate(indices.tolist()):
+                known = len(tables[index] or ()) if tables is not None else len(batch["oov_words"][row])
+                if len(batch["oov_words"][row]) > known:
+                    self._extra_oov[index] = (batch["oov_words"][row][known:], batch["oov_spacing"][row][known:])
             return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
         return {
             "logits_processor": _protection_processors(
@@ -401,10 +425,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         else:
             indices = np.concatenate(self._gathered_indices)
         indices = [int(i) for i in indices]
-        tables = examples.column(self.oov_words_column)
-        oov_words = None if tables is None else [list(tables[i] or ()) for i in indices]
-        records = examples.column(self.oov_spacing_column) if tables is not None else None
-        oov_spacing = None if records is None else [list(records[i] or ()) for i in indices]
+        oov_words, oov_spacing = self._tables(examples, indices)
         wanted = [*self.example_columns, *getattr(compute_metrics, "example_columns", ())]
         columns = {}
         for name in dict.fromkeys(wanted):

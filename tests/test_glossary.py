@@ -243,7 +243,10 @@ def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_i
 def test_a_copy_model_not_trained_on_the_annotation_reads_its_source_unchanged():
     """Writing a term into the source (`files [ Dateien ]`) would be read as text by a model not trained on it, and a
     copy model copies it out: the source stays as it is. A term whose text the source holds (an identity entry, a
-    name) is spelled by copying it from there; one the model cannot write at all is named in a warning."""
+    name) is spelled by copying it from there; the words of one the vocabulary lacks get slots of their own in the
+    example's table, which only the rules place (once, where the model would end), and which decode back."""
+    from transformers import pipeline
+
     words = train_shared_tokenizer(corpus_texts("train", limit=800), "wordlevel", vocab_size=300)
     model = oracle_copy_model(words)
     processor = PointerGeneratorProcessor.from_model(model, words)
@@ -255,9 +258,23 @@ def test_a_copy_model_not_trained_on_the_annotation_reads_its_source_unchanged()
     [span] = batch["protected_spans"][0]["spans"]
     slot = model.config.vocab_size + batch["oov_words"][0].index("Zyxwvut")
     assert span["text"] == "Zyxwvut" and [slot] in span["sequences"]  # a copy of the source's own word
-    with pytest.warns(UserWarning, match="Glossary term 'Qqqq' of source 0 cannot be spelled.*not guaranteed"):
-        batch = processor(["Open the Zyxwvut"], glossary={"Zyxwvut": "Qqqq"}, return_tensors="pt")
-    assert batch["protected_spans"][0]["spans"] == [] and "Qqqq" not in batch["oov_words"][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # placed, so nothing to warn about
+        batch = processor(
+            ["Open the Zyxwvut", "Open it"], glossary={"Zyxwvut": "Qqqq"}, padding=True, return_tensors="pt"
+        )
+    assert batch["oov_words"][0][-1] == "Qqqq" and len(batch["oov_spacing"][0]) == len(batch["oov_words"][0])
+    [span] = batch["protected_spans"][0]["spans"]
+    assert span["sequences"] == [[model.config.vocab_size + len(batch["oov_words"][0]) - 1]]
+    targets = [ids[m.bool()].tolist() for ids, m in zip(batch["extended_input_ids"], batch["attention_mask"])]
+    outputs, _ = _oracle_decode(model, processor, batch, targets, {"num_beams": 2}, room=8)
+    assert outputs == ["Open the Zyxwvut Qqqq", "Open it"]
+    pipe = pipeline("translation", model=model, tokenizer=words)  # the pipeline decodes with the gained slot too
+    torch.manual_seed(0)
+    assert (
+        pipe("Open the Zyxwvut", glossary={"Zyxwvut": "Qqqq"}, max_new_tokens=8)[0]["translation_text"].count("Qqqq")
+        == 1
+    )
 
 
 def test_entries_of_a_per_input_glossary_that_apply_nowhere_in_their_input_are_named(bpe_tokenizer):

@@ -943,13 +943,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         results.update(metrics)
         if trainer.is_world_process_zero() and training_args.predict_with_generate:
             output_dir.mkdir(parents=True, exist_ok=True)
-            predictions = decode_predictions(
-                predict_results.predictions,
-                predict_dataset["oov_words"],
-                tokenizer,
-                vocab_size,
-                predict_dataset["oov_spacing"],
-            )
+            tables, spacing = trainer.oov_tables(predict_dataset)  # with any slots a glossary's terms gained
+            predictions = decode_predictions(predict_results.predictions, tables, tokenizer, vocab_size, spacing)
             write_predictions(output_dir / "generated_predictions.txt", predictions)
         if trainer.is_world_process_zero() and data_args.copy_records:
             write_copy_records(
