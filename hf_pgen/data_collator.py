@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,18 +40,6 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
     loss = model(**batch).loss
     ```
     """
-
-    # Deprecated and unused: the model maps extended decoder inputs itself (see above).
-    vocab_size: int | None = None
-
-    def __post_init__(self):
-        if self.vocab_size is not None:
-            warnings.warn(
-                "DataCollatorForPointerGenerator(vocab_size=...) is deprecated and unused: the model embeds extended "
-                "decoder inputs as the unknown token itself. Drop the argument.",
-                FutureWarning,
-                stacklevel=3,
-            )
 
     def __call__(self, features: list[dict[str, Any]], return_tensors: str | None = None) -> dict[str, Any]:
         return_tensors = return_tensors or self.return_tensors

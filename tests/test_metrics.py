@@ -1,9 +1,9 @@
-"""hf_pgen.metrics: placeholder extraction, placeholder preservation, OOV copy rate, BLEU/chrF and evaluate wrappers."""
+"""hf_pgen.metrics: placeholder extraction, placeholder preservation, OOV copy rate, BLEU/chrF."""
 
 import math
 import random
-import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -144,81 +144,23 @@ def test_bleu_and_chrf():
     assert results["placeholder_preservation"] == 1.0
 
 
-def test_evaluate_wrappers_work_offline():
-    from hf_pgen import metrics
+def test_imports_only_the_standard_library_and_its_grammar_at_module_level():
+    """`sacrebleu` loads when a BLEU or chrF is computed, never on import: scoring placeholders needs nothing more."""
+    import ast
 
-    result = metrics.PlaceholderPreservation().compute(
-        sources=["Delete %(name)s?", "Hello", "%d of %d"], predictions=["%(name)s löschen?", "Hallo", "%d von"]
-    )
-    assert result == {"placeholder_preservation": 0.5, "placeholder_examples": 2}
-    result = metrics.OOVCopyRate().compute(
-        oov_words=[["Nakamura"], []], references=["Nakamura x", "y"], predictions=["Nakamura", "y"]
-    )
-    assert result == {"oov_copy_rate": 1.0}
-    sentence = "Die Datei wurde erfolgreich gelöscht ."
-    bleu = metrics.SacreBLEU().compute(predictions=[sentence], references=[sentence])
-    assert bleu["score"] == pytest.approx(100.0)
-    assert metrics.ChrF().compute(predictions=["Die Datei"], references=["Die Datei"])["score"] == pytest.approx(100.0)
-    with pytest.raises(AttributeError):
-        metrics.NoSuchMetric  # noqa: B018
-
-
-def test_importable_without_datasets_and_evaluate():
-    code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('datasets', 'evaluate', 'sacrebleu'):\n"
-        "            raise ImportError(name)\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "import importlib.util\n"
-        "spec = importlib.util.spec_from_file_location('m', " + repr(_metrics_path()) + ")\n"
-        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
-        "assert m.placeholder_preservation(['%s'], ['%s']) == 1.0\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def _metrics_path():
     import hf_pgen.metrics
 
-    return hf_pgen.metrics.__file__
-
-
-def test_sacrebleu_and_chrf_wrappers_take_evaluates_input_and_return_its_keys():
-    """Drop-ins for evaluate.load("sacrebleu") / ("chrf"): a list of references per prediction (or one string), the
-    same keyword arguments, the same result keys."""
-    import sacrebleu
-
-    from hf_pgen import metrics
-
-    predictions = ["Die Datei wurde gelöscht .", "Öffnen Sie die Einstellungen ."]
-    references = [
-        ["Die Datei wurde gelöscht .", "Datei gelöscht ."],
-        ["Einstellungen öffnen .", "Öffne die Einstellungen ."],
-    ]
-    bleu = metrics.SacreBLEU().compute(predictions=predictions, references=references)
-    assert set(bleu) == {"score", "counts", "totals", "precisions", "bp", "sys_len", "ref_len"}
-    expected = sacrebleu.corpus_bleu(predictions, [[r[0] for r in references], [r[1] for r in references]])
-    assert bleu["score"] == pytest.approx(expected.score) and bleu["counts"] == list(expected.counts)
-    single = metrics.SacreBLEU().compute(predictions=predictions, references=[r[0] for r in references], lowercase=True)
-    assert single["score"] == pytest.approx(
-        sacrebleu.corpus_bleu(predictions, [[r[0] for r in references]], lowercase=True).score
-    )
-    with pytest.raises(ValueError, match="same number of references"):
-        metrics.SacreBLEU().compute(predictions=predictions, references=[["a"], ["b", "c"]])
-
-    chrf = metrics.ChrF().compute(predictions=predictions, references=references, word_order=2)
-    assert chrf == {
-        "score": pytest.approx(
-            sacrebleu.corpus_chrf(
-                predictions, [[r[0] for r in references], [r[1] for r in references]], word_order=2
-            ).score
-        ),
-        "char_order": 6,
-        "word_order": 2,
-        "beta": 2,
-    }
+    tree = ast.parse(Path(hf_pgen.metrics.__file__).read_text(encoding="utf-8"))
+    roots = set()
+    for node in tree.body:  # module level only: the imports inside corpus_bleu / corpus_chrf are lazy on purpose
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    assert roots <= set(sys.stdlib_module_names) | {"__future__"}, roots
+    assert "sacrebleu" in {
+        alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }  # the lazy imports are still there for the scorers
 
 
 def test_translation_metrics_without_sources_or_tables_leaves_those_scores_out():
