@@ -20,7 +20,8 @@ from .modeling_pointer_generator import PointerGeneratorForConditionalGeneration
 from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline, _register_pipeline_tasks
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import find_protected_spans
-from .tokenization_pointer_generator import batch_decode_with_oovs, decode_with_oovs, encode_with_oovs
+from .tokenization_decode_pointer_generator import batch_decode_with_oovs, decode_with_oovs
+from .tokenization_encode_pointer_generator import encode_with_oovs
 
 __version__ = "0.1.0"
 

@@ -10,7 +10,7 @@ import torch
 from transformers import DataCollatorForSeq2Seq
 from transformers.utils import PaddingStrategy
 
-from .tokenization_pointer_generator import _DECODING_ONLY_KEYS
+from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS
 
 __all__ = ["DataCollatorForPointerGenerator"]
 
@@ -51,7 +51,7 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
         if "extended_input_ids" in features[0]:
             extended = [feature["extended_input_ids"] for feature in features]
         features = [
-            {key: value for key, value in feature.items() if key not in (*_DECODING_ONLY_KEYS, "extended_input_ids")}
+            {key: value for key, value in feature.items() if key not in (*DECODING_ONLY_KEYS, "extended_input_ids")}
             for feature in features
         ]
         self._check(features, extended)
@@ -81,7 +81,7 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
             if isinstance(value, str) or (isinstance(value, (list, tuple)) and value and isinstance(value[0], str)):
                 raise TypeError(
                     f"Feature `{key}` holds strings; DataCollatorForPointerGenerator returns tensors only. Remove "
-                    f"that column (only {', '.join(_DECODING_ONLY_KEYS)} are dropped automatically)."
+                    f"that column (only {', '.join(DECODING_ONLY_KEYS)} are dropped automatically)."
                 )
         if "input_ids" not in features[0]:
             raise ValueError("Every feature needs `input_ids` (encode the sources with hf_pgen.encode_with_oovs).")

@@ -33,7 +33,7 @@ from .logits_process_pointer_generator import (
 from .mixture_pointer_generator import _COPY_MASS_FLOOR, _pad_with_impossible_slots, num_oov_slots
 from .modeling_outputs_pointer_generator import PointerGeneratorGenerateBeamOutput, PointerGeneratorGenerateOutput
 from .protection_pointer_generator import PROTECTED_SPANS_KEY
-from .tokenization_pointer_generator import _DECODING_ONLY_KEYS  # generate() drops them: `model.generate(**batch)`
+from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS  # generate() drops them
 
 OOV_COPY_LIMIT_KEY = "oov_copy_limit"
 
@@ -147,7 +147,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         sequences after decoding, so every decoding strategy gets exactly the values behind its own outputs, and
         decoding itself costs nothing more.
         """
-        for key in _DECODING_ONLY_KEYS:
+        for key in DECODING_ONLY_KEYS:
             kwargs.pop(key, None)
         output_copy_info = bool(kwargs.pop("output_copy_info", False))
         if output_copy_info:

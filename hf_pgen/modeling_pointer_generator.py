@@ -46,7 +46,7 @@ from .mixture_pointer_generator import (
     smoothed_log_probs,
 )
 from .modeling_outputs_pointer_generator import PointerGeneratorSeq2SeqLMOutput
-from .tokenization_pointer_generator import _DECODING_ONLY_KEYS  # forward drops them, as generate() does
+from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS  # forward drops them, as generate() does
 
 logger = logging.get_logger(__name__)
 
@@ -452,7 +452,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             `logits` (B, T, V + N): log-probabilities of the final distribution (N = extended slots in the batch).
             When training with labels they are not built (None): the loss only needs the gold ids.
         """
-        for key in _DECODING_ONLY_KEYS:  # a processor batch goes in as is, as for generate()
+        for key in DECODING_ONLY_KEYS:  # a processor batch goes in as is, as for generate()
             kwargs.pop(key, None)
         config = self.config
         return_dict = return_dict if return_dict is not None else config.return_dict

@@ -56,7 +56,7 @@ from .protection_pointer_generator import (
     _check_protect,
     _warn_missing_literals,
 )
-from .tokenization_pointer_generator import _continues_previous, _tokenizer_width
+from .tokenization_encode_pointer_generator import continues_previous, tokenizer_width
 
 logger = logging.get_logger(__name__)
 
@@ -142,7 +142,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         # past the tokenizer's ids will do (M2M100's language codes lie beyond len(tokenizer)).
         vocab_size = self.model.config.vocab_size
         if not self._copies:
-            vocab_size = max(vocab_size, _tokenizer_width(self.tokenizer))
+            vocab_size = max(vocab_size, tokenizer_width(self.tokenizer))
         self._processor = PointerGeneratorProcessor(
             self.tokenizer,
             vocab_size=vocab_size,
@@ -445,7 +445,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         for position, (start, end) in enumerate(offsets):
             if end > start:
                 limit = next(following)
-                while end < limit and _continues_previous(source[end]):
+                while end < limit and continues_previous(source[end]):
                     end += 1
                 offsets[position] = (start, end)
         tokens = []

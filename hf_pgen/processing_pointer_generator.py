@@ -26,13 +26,8 @@ from transformers import AutoConfig, AutoTokenizer, BatchEncoding, PreTrainedCon
 from .configuration_pointer_generator import PointerGeneratorConfig
 from .glossary import GLOSSARY_MODES, apply_glossaries, check_annotation, glossaries_for
 from .protection_pointer_generator import _add_protected_spans, _VocabularyIndex
-from .tokenization_pointer_generator import (
-    _check_tokenizer,
-    _check_vocab_size,
-    batch_decode_with_oovs,
-    decode_with_oovs,
-    encode_with_oovs,
-)
+from .tokenization_decode_pointer_generator import batch_decode_with_oovs, decode_with_oovs
+from .tokenization_encode_pointer_generator import check_tokenizer, check_vocab_size, encode_with_oovs
 
 __all__ = ["PointerGeneratorProcessor"]
 
@@ -78,9 +73,9 @@ class PointerGeneratorProcessor:
         glossary_annotation: str | None = None,
         copies: bool = True,
     ) -> None:
-        _check_tokenizer(tokenizer)
+        check_tokenizer(tokenizer)
         self.tokenizer = tokenizer
-        self.vocab_size = _check_vocab_size(tokenizer, vocab_size)
+        self.vocab_size = check_vocab_size(tokenizer, vocab_size)
         self.glossary_annotation = None if glossary_annotation is None else check_annotation(glossary_annotation)
         self.copies = copies
 

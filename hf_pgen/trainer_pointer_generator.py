@@ -42,7 +42,7 @@ from .configuration_pointer_generator import is_pointer_generator
 from .logits_process_pointer_generator import _protection_processors
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import PROTECTED_SPANS_KEY, _check_protect
-from .tokenization_pointer_generator import batch_decode_with_oovs
+from .tokenization_decode_pointer_generator import batch_decode_with_oovs
 
 logger = logging.get_logger(__name__)
 

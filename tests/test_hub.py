@@ -37,7 +37,8 @@ AutoTokenizer.from_pretrained({str(folder)!r}).push_to_hub("tester/copier")
             "model.safetensors",
             "modeling_pointer_generator.py",
             "pipeline_pointer_generator.py",
-            "tokenization_pointer_generator.py",
+            "tokenization_encode_pointer_generator.py",
+            "tokenization_decode_pointer_generator.py",
             "tokenizer.json",
             "README.md",
         } <= files

@@ -117,7 +117,8 @@ def test_saved_folder_serves_all_three_tasks_without_hf_pgen(trained_copier, sav
     code = {
         "pipeline_pointer_generator.py",
         "processing_pointer_generator.py",
-        "tokenization_pointer_generator.py",
+        "tokenization_encode_pointer_generator.py",
+        "tokenization_decode_pointer_generator.py",
         "modeling_pointer_generator.py",
     }
     assert code <= {p.name for p in saved_copier.iterdir()}

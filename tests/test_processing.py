@@ -14,7 +14,7 @@ import torch
 from testing_utils import corpus_texts, tiny_base, word_level_tokenizer
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
-from hf_pgen.tokenization_pointer_generator import _warn_if_copies_dropped, decode_with_oovs, encode_with_oovs
+from hf_pgen.tokenization_pointer_generator import decode_with_oovs, encode_with_oovs
 
 REPO = Path(__file__).resolve().parents[1]
 PADDING_ROWS = 8  # the model is wider than the tokenizer (T5 pads 32100 to 32128)
@@ -209,17 +209,3 @@ def test_slow_sentencepiece_checkpoint_end_to_end(checkpoints, name, tmp_path):
         processor.save_pretrained(tmp_path)
         again = PointerGeneratorProcessor.from_pretrained(tmp_path, vocab_size=V)
     assert again(sources)["extended_input_ids"] == processor(sources)["extended_input_ids"]
-
-
-# ---------------------------------------------------------------------------------------------------- misc
-def test_warn_if_copies_dropped(tokenizer):
-    V = len(tokenizer)
-    copies = torch.tensor([[5, V, 2, -100], [V + 1, 7, 2, -100]])
-    with pytest.warns(UserWarning, match=r"2 generated id\(s\) are copied.*batch_decode_with_oovs"):
-        assert _warn_if_copies_dropped(copies, V) == 2
-    # what the warning is about: the plain tokenizer silently drops them
-    assert "Zyxwvut" not in tokenizer.batch_decode(copies.clamp(min=0).tolist())[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert _warn_if_copies_dropped([[5, 6, 2]], V) == 0
-        assert _warn_if_copies_dropped([], V) == 0

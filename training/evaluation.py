@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hf_pgen import is_pointer_generator
-from hf_pgen.tokenization_pointer_generator import batch_decode_with_oovs
+from hf_pgen import batch_decode_with_oovs, is_pointer_generator
 from hf_pgen.trainer_pointer_generator import EXAMPLE_INDEX
 
 __all__ = ["mean_p_gen", "decode_predictions", "write_predictions", "write_copy_records"]
