@@ -17,7 +17,7 @@ from .modeling_outputs_pointer_generator import (
     PointerGeneratorSeq2SeqLMOutput,
 )
 from .modeling_pointer_generator import PointerGeneratorForConditionalGeneration, PointerGeneratorPreTrainedModel
-from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline, _register_pipeline_tasks
+from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline, register_pipeline_tasks
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import find_protected_spans
 from .tokenization_decode_pointer_generator import batch_decode_with_oovs, decode_with_oovs
@@ -50,7 +50,7 @@ PointerGeneratorConfig.register_for_auto_class()
 PointerGeneratorForConditionalGeneration.register_for_auto_class("AutoModelForSeq2SeqLM")
 # transformers.pipeline("translation" | "translation_xx_to_yy" | "summarization" | "text2text-generation", ...) runs
 # the installed PointerGeneratorText2TextPipeline (Transformers 5 removed these tasks; see that module's docstring).
-_register_pipeline_tasks()
+register_pipeline_tasks()
 
 __all__ = [
     "PointerGeneratorConfig",

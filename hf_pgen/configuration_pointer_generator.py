@@ -147,8 +147,8 @@ class PointerGeneratorConfig(PreTrainedConfig):
         self.custom_pipelines = _without_installed_pipelines(getattr(self, "custom_pipelines", None))
 
     def _check_cross_attention_pointer(self) -> None:
-        layers = _first_int(self.base_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers")
-        heads = _first_int(self.base_config, "decoder_attention_heads", "num_heads", "num_attention_heads")
+        layers = first_int(self.base_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers")
+        heads = first_int(self.base_config, "decoder_attention_heads", "num_heads", "num_attention_heads")
         if layers is not None and not -layers <= self.pointer_layer < layers:
             raise ValueError(
                 f"pointer_layer={self.pointer_layer} does not name a decoder layer: the base has {layers} "
@@ -237,7 +237,7 @@ def is_pointer_generator(model_or_config) -> bool:
     return getattr(config, "model_type", None) == PointerGeneratorConfig.model_type
 
 
-def _first_int(config: PreTrainedConfig, *names: str) -> int | None:
+def first_int(config: PreTrainedConfig, *names: str) -> int | None:
     """The first of `config`'s attributes `names` that holds a positive int (configs name one size differently)."""
     for name in names:
         value = getattr(config, name, None)

@@ -30,7 +30,7 @@ from .logits_process_pointer_generator import (
     _protection_processors,
     _warn_missing_spans,
 )
-from .mixture_pointer_generator import _COPY_MASS_FLOOR, _pad_with_impossible_slots, num_oov_slots
+from .mixture_pointer_generator import COPY_MASS_FLOOR, num_oov_slots, pad_with_impossible_slots
 from .modeling_outputs_pointer_generator import PointerGeneratorGenerateBeamOutput, PointerGeneratorGenerateOutput
 from .protection_pointer_generator import PROTECTED_SPANS_KEY
 from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS  # generate() drops them
@@ -247,7 +247,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
                 copy_p = torch.zeros_like(copy_p)  # copying off: the output is the base's own
             p_gen.append(switch)
             attention.append(pointer)
-            share.append((copy_p / log_p.exp().clamp_min(_COPY_MASS_FLOOR)).clamp(0.0, 1.0))
+            share.append((copy_p / log_p.exp().clamp_min(COPY_MASS_FLOOR)).clamp(0.0, 1.0))
         p_gen, attention, share = torch.cat(p_gen), torch.cat(attention), torch.cat(share)
 
         # Positions after a sequence's end hold padding, not decisions.
@@ -315,7 +315,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
             candidates, logits = draft(self._to_base_vocabulary(input_ids), *args, **kwargs)
             candidates = torch.cat([input_ids.to(candidates.device), candidates[:, input_ids.shape[1] :]], dim=1)
             if logits is not None and logits.shape[-1] < width:  # sampling compares them with this model's scores
-                logits = _pad_with_impossible_slots(logits, width - logits.shape[-1])
+                logits = pad_with_impossible_slots(logits, width - logits.shape[-1])
             return candidates, logits
 
         generator.get_candidates = get_candidates

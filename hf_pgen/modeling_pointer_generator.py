@@ -31,18 +31,18 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import logging
 
-from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, _first_int
+from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, first_int
 from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, PointerGeneratorCache, PointerGeneratorGenerationMixin
 from .input_checks_pointer_generator import check_labels, check_source_ids, check_trainer_label_smoothing
 from .layers_pointer_generator import CopyNext, CopySwitch, PointerAttention, SelectiveRead
 from .mixture_pointer_generator import (
-    _pad_with_impossible_slots,
-    _rows_per_source,
     copy_side_of_mixture,
     first_occurrence,
     gold_log_probs,
     mix_vocab_logits,
     num_oov_slots,
+    pad_with_impossible_slots,
+    repeated_source_rows,
     smoothed_log_probs,
 )
 from .modeling_outputs_pointer_generator import PointerGeneratorSeq2SeqLMOutput
@@ -207,7 +207,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         if model.generation_config.max_length in (None, 20) and model.generation_config.max_new_tokens is None:
             # Without a saved length generate() stops at Transformers' default of 20 tokens; bases with learned
             # positions can go as far as their decoder reaches (Marian checkpoints save exactly this).
-            positions = _first_int(base_model.config, "max_target_positions", "max_position_embeddings")
+            positions = first_int(base_model.config, "max_target_positions", "max_position_embeddings")
             if positions:
                 model.generation_config.max_length = positions
         return model
@@ -559,7 +559,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             if copy_side is None:
                 # Copying switched off: the base's own logits, so that every generate() option (repetition
                 # penalties included) sees exactly what it sees on the base.
-                logits = _pad_with_impossible_slots(vocab_logits, num_slots) if num_slots else vocab_logits
+                logits = pad_with_impossible_slots(vocab_logits, num_slots) if num_slots else vocab_logits
             else:
                 # The base's logits are not returned: normalise them in place.
                 logits = mix_vocab_logits(vocab_logits, source_ids, copy_side, num_slots, logits_are_scratch=True)
@@ -599,7 +599,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             if padding is not None and not bool(padding.any()):
                 padding = None  # nothing to mask at any step of this generation (one device sync, here only)
             if self.pointer is not None:
-                rows_per_source = _rows_per_source(encoder_states, attention_mask)
+                rows_per_source = repeated_source_rows(encoder_states, attention_mask)
         sources = encoder_states[::rows_per_source]  # (B / r, S, D_enc)
         keys = query = None
         if self.pointer is not None:
@@ -692,7 +692,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
 
 def _hidden_size(config, side: str) -> int:
-    size = _first_int(config, f"{side}_hidden_size", "d_model", "hidden_size")
+    size = first_int(config, f"{side}_hidden_size", "d_model", "hidden_size")
     if size is None:
         raise ValueError(f"Cannot find the {side} hidden size in {type(config).__name__}.")
     return size

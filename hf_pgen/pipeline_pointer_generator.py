@@ -17,7 +17,7 @@ pipeline("translation_en_to_de", model=t5)     # T5's task prefix from task_spec
 Each example is encoded by `PointerGeneratorProcessor` with its own OOV table, which travels with it through
 batching; copied words are decoded back to their source text. A plain base is encoded and decoded as v4 did.
 
-How the tasks come back (`_register_pipeline_tasks`, called once by `import hf_pgen`):
+How the tasks come back (`register_pipeline_tasks`, called once by `import hf_pgen`):
 
 - `PIPELINE_REGISTRY.register_pipeline` (public API) registers `PointerGeneratorText2TextPipeline` for the three tasks.
 - Registering is not enough: `pipeline()` rejects a task listed in `transformers.pipelines.REMOVED_TASKS` before it
@@ -47,7 +47,7 @@ import torch
 from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
-from .configuration_pointer_generator import _first_int, is_pointer_generator
+from .configuration_pointer_generator import first_int, is_pointer_generator
 from .glossary import glossaries_for
 from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
@@ -582,7 +582,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     def _max_output_length(self) -> int:
         """The most tokens the decoder can take: its positions (T5 has no such limit: the tokenizer's, or 512)."""
         config = self._base_config()
-        limit = _first_int(config, "max_target_positions", "max_position_embeddings")  # as from_base reads it
+        limit = first_int(config, "max_target_positions", "max_position_embeddings")  # as from_base reads it
         if limit:
             return limit
         model_max = getattr(self.tokenizer, "model_max_length", None)
@@ -718,7 +718,7 @@ def _languages(task: str) -> tuple[str, str] | None:
 # -- registration with transformers.pipeline (see the module docstring) --------------------------------------------
 
 
-def _register_pipeline_tasks() -> None:
+def register_pipeline_tasks() -> None:
     """Serve the three tasks from `transformers.pipeline` in this Python. Idempotent; `import hf_pgen` calls it."""
     from transformers import AutoModelForSeq2SeqLM
     from transformers import pipelines as transformers_pipelines

@@ -23,7 +23,7 @@ from transformers import AutoConfig, pipeline
 from transformers.utils import logging as transformers_logging
 
 from hf_pgen import PointerGeneratorForConditionalGeneration
-from hf_pgen.cli import _one_line, main
+from hf_pgen.cli import main, one_line
 
 ARGUMENTS = ["Delete %(name)s from Nakamura", "", "Open the file\nnow", 'Save <b>Zyxwvut</b> & "Qwerfdsa"']
 LINES = [
@@ -72,7 +72,7 @@ def test_translates_each_argument_to_one_line(folders, tmp_path):
     expected = pipeline("translation", model=str(copier))(
         ARGUMENTS, num_beams=2, max_new_tokens=6, batch_size=len(ARGUMENTS)
     )
-    assert out.split("\n") == [_one_line(r["translation_text"]) for r in expected] + [""]
+    assert out.split("\n") == [one_line(r["translation_text"]) for r in expected] + [""]
     assert out.split("\n")[1] == ""  # a blank input gives a blank line, in its place
     assert "Traceback" not in err and "hf-pgen:" not in err  # -q: no progress
 
@@ -342,5 +342,5 @@ def test_a_missing_model_is_the_only_required_argument(capsys):
 
 
 def test_outputs_stay_on_one_line():
-    assert _one_line("Zeile eins\nZeile zwei\r\ndrei\rvier") == "Zeile eins\\nZeile zwei\\ndrei\\nvier"
-    assert _one_line("C:\\Users %(name)s") == "C:\\Users %(name)s"  # nothing else is escaped
+    assert one_line("Zeile eins\nZeile zwei\r\ndrei\rvier") == "Zeile eins\\nZeile zwei\\ndrei\\nvier"
+    assert one_line("C:\\Users %(name)s") == "C:\\Users %(name)s"  # nothing else is escaped

@@ -7,11 +7,11 @@ from testing_utils import UNK, VOCAB, source_batch, tiny_base
 from benchmarks.reference import extended_log_probs
 from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
 from hf_pgen.mixture_pointer_generator import (
-    _rows_per_source,
-    _word_mass,
     first_occurrence,
     gold_log_probs,
     num_oov_slots,
+    repeated_source_rows,
+    source_word_mass,
 )
 from hf_pgen.modeling_pointer_generator import PointerGeneratorSeq2SeqLMOutput
 
@@ -53,7 +53,7 @@ def test_word_mass_sums_attention_over_repeated_words():
     ids = torch.randint(0, 6, (4, 12))  # many repeats per row
     attention = torch.rand(4, 3, 12).softmax(-1)
     same_word = (ids.unsqueeze(2) == ids.unsqueeze(1)).float()  # (B, S, S): the naive definition
-    torch.testing.assert_close(_word_mass(attention, first_occurrence(ids)), torch.bmm(attention, same_word))
+    torch.testing.assert_close(source_word_mass(attention, first_occurrence(ids)), torch.bmm(attention, same_word))
 
 
 def test_distributions_sum_to_one_and_gold_path_matches_full(case_model):
@@ -370,27 +370,27 @@ def test_beam_scores_match_teacher_forced_recomputation(case_model):
     torch.testing.assert_close(out.sequences_scores, transition.sum(-1), atol=1e-4, rtol=0)
 
 
-def test_rows_per_source_groups_only_rows_with_the_same_source():
+def test_repeated_source_rows_groups_only_rows_with_the_same_source():
     torch.manual_seed(0)
     states = torch.randn(3, 5, 4)  # (B, S, D)
     mask = torch.ones(3, 5, dtype=torch.long)
-    assert _rows_per_source(states.repeat_interleave(4, 0), mask.repeat_interleave(4, 0)) == 4
-    assert _rows_per_source(states, mask) == 1
-    assert _rows_per_source(states[:1].expand(6, -1, -1), None) == 6  # one source decoded six times
+    assert repeated_source_rows(states.repeat_interleave(4, 0), mask.repeat_interleave(4, 0)) == 4
+    assert repeated_source_rows(states, mask) == 1
+    assert repeated_source_rows(states[:1].expand(6, -1, -1), None) == 6  # one source decoded six times
     # Equal states but another padding: not the same source.
     other_mask = mask.repeat_interleave(2, 0)
     other_mask[3, -1] = 0
-    assert _rows_per_source(states.repeat_interleave(2, 0), other_mask) == 1
+    assert repeated_source_rows(states.repeat_interleave(2, 0), other_mask) == 1
     # Runs of unequal length (a source repeated in the batch, then a different one) are not a grouping.
     uneven = torch.cat([states[:1], states[:1], states[1:2]])
-    assert _rows_per_source(uneven, mask) == 1
+    assert repeated_source_rows(uneven, mask) == 1
     # Rows that agree on their first position (which suggests the run length) but differ later: not grouped.
     late_difference = states.repeat_interleave(4, 0)
     late_difference[5, 3, 1] += 1.0
-    assert _rows_per_source(late_difference, mask.repeat_interleave(4, 0)) == 1
+    assert repeated_source_rows(late_difference, mask.repeat_interleave(4, 0)) == 1
     late_padding = mask.repeat_interleave(4, 0)
     late_padding[6, -1] = 0
-    assert _rows_per_source(states.repeat_interleave(4, 0), late_padding) == 1
+    assert repeated_source_rows(states.repeat_interleave(4, 0), late_padding) == 1
 
 
 def test_beam_search_shares_each_sources_pointer_keys_and_scores_as_per_row_keys(monkeypatch):
@@ -412,7 +412,7 @@ def test_beam_search_shares_each_sources_pointer_keys_and_scores_as_per_row_keys
     assert cache.rows_per_source == 3 and cache.pointer_keys.shape[0] == 3  # one set of keys per source
     import hf_pgen.modeling_pointer_generator as modeling
 
-    monkeypatch.setattr(modeling, "_rows_per_source", lambda *args: 1)
+    monkeypatch.setattr(modeling, "repeated_source_rows", lambda *args: 1)
     per_row = model.generate(**settings)
     assert per_row.past_key_values.pointer_keys.shape[0] == 9
     assert torch.equal(shared.sequences, per_row.sequences)
