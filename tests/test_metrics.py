@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hf_pgen.corpus import load_en_de_messages
 from hf_pgen.metrics import (
     corpus_bleu,
     corpus_chrf,
@@ -16,7 +17,7 @@ from hf_pgen.metrics import (
     placeholders_preserved,
     translation_metrics,
 )
-from hf_pgen.placeholders import _PERCENT_PREFIX, placeholder_spans
+from hf_pgen.placeholders import PERCENT_PREFIX, PLACEHOLDER_PATTERN, PLACEHOLDER_STARTS, placeholder_spans
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,7 @@ def test_icu_plural_keeps_head_and_inner_placeholders_but_not_submessage_braces(
 
 
 def test_every_proper_prefix_of_a_percent_placeholder_is_a_percent_prefix():
-    """Protected decoding takes a "%" text that `_PERCENT_PREFIX` does not match for one that nothing appended makes a
+    """Protected decoding takes a "%" text that `PERCENT_PREFIX` does not match for one that nothing appended makes a
     placeholder begun at its "%" (and skips it): every proper prefix of each such placeholder must match it."""
     rng = random.Random(0)
     alphabet = list("%%%%(()){}sdSfalLhIqjzt6432$1205-#+'.*x_ ") + ["name", "I64", "ll", "hh", "%("]
@@ -89,11 +90,81 @@ def test_every_proper_prefix_of_a_percent_placeholder_is_a_percent_prefix():
             if text[start] == "%":
                 found += 1
                 for k in range(start + 1, end):
-                    assert _PERCENT_PREFIX.fullmatch(text[start:k]), (text[start:end], text[start:k])
+                    assert PERCENT_PREFIX.fullmatch(text[start:k]), (text[start:end], text[start:k])
     assert found > 5000
     # what it rules out: a placeholder complete before the text's end, or a mark no placeholder goes on with
     for dead in ("%s</h1>", "%d%", "%(name)s", "%5.2fx", "% o", "%{a}", "%1$sx"):
-        assert not _PERCENT_PREFIX.fullmatch(dead), dead
+        assert not PERCENT_PREFIX.fullmatch(dead), dead
+
+
+def _first_characters(parsed) -> tuple[set[str], bool]:
+    """The characters a parsed regular expression's matches can begin with, and whether it can match nothing."""
+    try:
+        from re import _constants as ops
+    except ImportError:  # Python 3.10
+        import sre_constants as ops
+    first: set[str] = set()
+    for op, arg in parsed:
+        if op is ops.LITERAL:
+            chars, empty = {chr(arg)}, False
+        elif op is ops.IN:
+            chars, empty = set(), False
+            for kind, value in arg:
+                assert kind in (ops.LITERAL, ops.RANGE), f"a class the test does not read: {kind}"
+                chars |= {chr(value)} if kind is ops.LITERAL else {chr(c) for c in range(value[0], value[1] + 1)}
+        elif op is ops.BRANCH:
+            chars, empty = set(), False
+            for alternative in arg[1]:
+                alternative_chars, alternative_empty = _first_characters(alternative)
+                chars, empty = chars | alternative_chars, empty or alternative_empty
+        elif op is ops.SUBPATTERN:
+            chars, empty = _first_characters(arg[-1])
+        elif op in (ops.MAX_REPEAT, ops.MIN_REPEAT):
+            chars, empty = _first_characters(arg[2])
+            empty = empty or arg[0] == 0
+        elif op in (ops.AT, ops.ASSERT, ops.ASSERT_NOT):
+            chars, empty = set(), True
+        else:
+            raise AssertionError(f"an operator before the first character that the test does not read: {op}")
+        first |= chars
+        if not empty:
+            return first, False
+    return first, True
+
+
+def test_placeholder_starts_are_where_the_grammar_begins():
+    """PLACEHOLDER_STARTS, read off the grammar: its first characters, and its URL prefixes."""
+    try:
+        from re import _parser as parser
+    except ImportError:  # Python 3.10
+        import sre_parse as parser
+
+    from hf_pgen.placeholders import _ICU_COMPLEX_HEAD
+
+    first = set()
+    for pattern in (PLACEHOLDER_PATTERN, _ICU_COMPLEX_HEAD):
+        chars, empty = _first_characters(parser.parse(pattern.pattern))
+        assert not empty
+        first |= chars
+    assert first == {start[0] for start in PLACEHOLDER_STARTS}, first
+    # The starts of more than one character are the URL alternative's prefixes: each begins a URL...
+    for start in PLACEHOLDER_STARTS:
+        if len(start) > 1:
+            assert PLACEHOLDER_PATTERN.match(start + "example.org/a").lastgroup == "url", start
+    # ... and nothing else the URL alternative's first characters begin is a placeholder.
+    for near in ("http:/example.org", "https//example.org", "ftps://example.org", "ww.example.org", "file://a/b"):
+        assert placeholder_spans(near) == [], near
+    # A text with none of the starts holds no placeholder; one with a start is scanned like the plain pattern.
+    texts = [pair["en"] for pair in load_en_de_messages("validation")["translation"][:3000]]
+    scanned = 0
+    for text in texts:
+        plain = [m.span() for m in PLACEHOLDER_PATTERN.finditer(text) if m.lastgroup != "escaped"]
+        if not any(start in text for start in PLACEHOLDER_STARTS):
+            assert plain == [] and placeholder_spans(text) == [], text
+        elif "{" not in text:  # ICU blocks aside, the spans are the plain pattern's
+            scanned += bool(plain)
+            assert placeholder_spans(text) == plain, text
+    assert scanned > 100, scanned
 
 
 def test_placeholders_preserved_is_a_multiset_comparison():
