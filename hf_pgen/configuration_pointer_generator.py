@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
@@ -246,6 +246,67 @@ def first_int(config: PreTrainedConfig, *names: str) -> int | None:
     return None
 
 
+# How long a sequence is taken to be allowed where neither the config nor the tokenizer says (T5's relative positions
+# with a tokenizer that states no limit): T5's own training length, and what Transformers 4's pipelines cut to.
+DEFAULT_MAX_POSITIONS = 512
+# PreTrainedTokenizerBase's model_max_length when the checkpoint states none (transformers' VERY_LARGE_INTEGER).
+_NO_TOKENIZER_LIMIT = 1_000_000
+
+
+def max_source_positions(
+    config: PreTrainedConfig, tokenizer: Any = None, *, default: int | None = DEFAULT_MAX_POSITIONS
+) -> int | None:
+    """How many source tokens the model's encoder takes: the one rule the model, the pipeline and the scripts share.
+
+    The rule: the positions the config states (`max_source_positions`, else `max_position_embeddings`, else
+    `n_positions`), capped by the tokenizer's `model_max_length` where the tokenizer states one; the tokenizer's alone
+    where the config states none (relative positions: T5); else `default`.
+
+    Args:
+        config (`PreTrainedConfig`):
+            A base model's config, or a `PointerGeneratorConfig` (its `base_config` is read).
+        tokenizer (`PreTrainedTokenizerBase`, *optional*):
+            The model's tokenizer; its `model_max_length` caps the limit when it states one.
+        default (`int`, *optional*, defaults to `DEFAULT_MAX_POSITIONS`, 512):
+            What to return where neither states a limit. `None` tells a caller that nothing bounds the length (a
+            check that refuses too long inputs then has nothing to refuse).
+
+    Returns:
+        `int` (or `default`): the number of source positions.
+    """
+    return _max_positions(config, tokenizer, "max_source_positions", default)
+
+
+def max_target_positions(
+    config: PreTrainedConfig, tokenizer: Any = None, *, default: int | None = DEFAULT_MAX_POSITIONS
+) -> int | None:
+    """How many target tokens the model's decoder takes (labels and generated ids); `max_source_positions`' rule with
+    `max_target_positions` first.
+
+    Args:
+        config (`PreTrainedConfig`):
+            A base model's config, or a `PointerGeneratorConfig` (its `base_config` is read).
+        tokenizer (`PreTrainedTokenizerBase`, *optional*):
+            The model's tokenizer; its `model_max_length` caps the limit when it states one.
+        default (`int`, *optional*, defaults to `DEFAULT_MAX_POSITIONS`, 512):
+            What to return where neither states a limit; `None` says that nothing bounds the length.
+
+    Returns:
+        `int` (or `default`): the number of target positions.
+    """
+    return _max_positions(config, tokenizer, "max_target_positions", default)
+
+
+def _max_positions(config: PreTrainedConfig, tokenizer: Any, side: str, default: int | None) -> int | None:
+    config = getattr(config, "base_config", None) or config
+    limits = [first_int(config, side, "max_position_embeddings", "n_positions")]
+    stated = getattr(tokenizer, "model_max_length", None)
+    if isinstance(stated, int) and 0 < stated < _NO_TOKENIZER_LIMIT:
+        limits.append(stated)
+    limits = [limit for limit in limits if limit]
+    return min(limits) if limits else default
+
+
 def _check_shared_vocabulary(base_config: PreTrainedConfig) -> None:
     # The pointer copies a source id x_i as the target id x_i: that only means something when both sides share one
     # vocabulary (Marian can be configured with two).
@@ -263,4 +324,10 @@ def _check_shared_vocabulary(base_config: PreTrainedConfig) -> None:
         )
 
 
-__all__ = ["PointerGeneratorConfig", "CUSTOM_PIPELINES", "is_pointer_generator"]
+__all__ = [
+    "PointerGeneratorConfig",
+    "CUSTOM_PIPELINES",
+    "is_pointer_generator",
+    "max_source_positions",
+    "max_target_positions",
+]

@@ -31,7 +31,13 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import logging
 
-from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, first_int
+from .configuration_pointer_generator import (
+    CUSTOM_PIPELINES,
+    PointerGeneratorConfig,
+    first_int,
+    max_source_positions,
+    max_target_positions,
+)
 from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, PointerGeneratorCache, PointerGeneratorGenerationMixin
 from .input_checks_pointer_generator import check_labels, check_source_ids, check_trainer_label_smoothing
 from .layers_pointer_generator import CopyNext, CopySwitch, PointerAttention, SelectiveRead
@@ -52,9 +58,6 @@ logger = logging.get_logger(__name__)
 
 # 5.24 renamed the cache argument and output field from `past_key_values` to `cache`; support both releases.
 _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
-
-# Longest source assumed for bases without position limits (T5): it fixes the width of evaluation logits.
-_DEFAULT_MAX_SOURCE_POSITIONS = 512
 
 
 class PointerGeneratorPreTrainedModel(PreTrainedModel):
@@ -207,7 +210,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         if model.generation_config.max_length in (None, 20) and model.generation_config.max_new_tokens is None:
             # Without a saved length generate() stops at Transformers' default of 20 tokens; bases with learned
             # positions can go as far as their decoder reaches (Marian checkpoints save exactly this).
-            positions = first_int(base_model.config, "max_target_positions", "max_position_embeddings")
+            positions = max_target_positions(base_model.config, default=None)
             if positions:
                 model.generation_config.max_length = positions
         return model
@@ -659,23 +662,15 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             cache.num_extended_slots, cache.source_first_occurrence = layout
         return layout
 
-    def _max_source_positions(self) -> int:
-        base = self.config.base_config
-        return (
-            getattr(base, "max_position_embeddings", None)
-            or getattr(base, "n_positions", None)
-            or (_DEFAULT_MAX_SOURCE_POSITIONS)
-        )
-
     def _pad_to_evaluation_width(self, logits: torch.Tensor) -> torch.Tensor:
         # The Trainer concatenates evaluation logits across batches, which needs one width: every batch gets the
         # widest the model can produce, one slot per source position.
-        width = self.config.vocab_size + self._max_source_positions()
+        width = self.config.vocab_size + max_source_positions(self.config)
         if logits.shape[-1] > width:
             raise ValueError(
                 f"This evaluation batch has {logits.shape[-1] - self.config.vocab_size} out-of-vocabulary slots, more "
-                f"than the {self._max_source_positions()} source positions the evaluation logits are padded to. "
-                "Truncate sources to the model's max_position_embeddings (or n_positions) when encoding."
+                f"than the {max_source_positions(self.config)} source positions the evaluation logits are padded to. "
+                "Truncate sources to hf_pgen.configuration_pointer_generator.max_source_positions(config) when encoding."
             )
         return F.pad(logits, (0, width - logits.shape[-1]), value=-torch.inf)
 

@@ -47,7 +47,7 @@ import torch
 from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
-from .configuration_pointer_generator import first_int, is_pointer_generator
+from .configuration_pointer_generator import is_pointer_generator, max_source_positions, max_target_positions
 from .glossary import glossaries_for
 from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
@@ -62,9 +62,6 @@ logger = logging.get_logger(__name__)
 
 # task -> v4's `return_name`: outputs are `{return_name}_text` and, with return_tensors=True, `{return_name}_token_ids`.
 _RETURN_NAMES = {"translation": "translation", "summarization": "summary", "text2text-generation": "generated"}
-
-# Longest source / output assumed for bases without position limits (T5) and a tokenizer without a real limit.
-_DEFAULT_MAX_LENGTH = 512
 
 
 class PointerGeneratorText2TextPipeline(Pipeline):
@@ -86,12 +83,13 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     Call arguments (as v4):
     - `max_length` / `max_new_tokens` and every other `generate()` keyword (`num_beams`, `num_return_sequences`,
       `do_sample`, ...). When neither the call nor the model's generation config sets a length, the output may be as
-      long as the decoder's positions allow (`max_position_embeddings`), not the 20 tokens `generate()` defaults to.
+      long as the decoder takes (`max_target_positions` of `hf_pgen.configuration_pointer_generator`: the config's
+      positions, capped by `tokenizer.model_max_length`), not the 20 tokens `generate()` defaults to.
     - `prefix`: prepended to every input. Defaults to the base's `task_specific_params` prefix for the task (looked up
       as "translation_en_to_de", then "translation"), e.g. T5's "translate English to German: "; the other entries
       there (`num_beams`, `max_length`, ...) become generation defaults, as in v4.
-    - `truncation`: sources longer than the model takes (the smaller of the encoder's positions and
-      `tokenizer.model_max_length`) are truncated, with a warning naming the input; `truncation=True` truncates
+    - `truncation`: sources longer than the model takes (`max_source_positions`: the smaller of the encoder's positions
+      and `tokenizer.model_max_length`) are truncated, with a warning naming the input; `truncation=True` truncates
       without the warning, `truncation=False` never truncates.
     - `return_tensors=True`: adds `{task}_token_ids` (e.g. `translation_token_ids`; ids >= `vocab_size` are copied
       words); the text is then left out unless `return_text=True`. `return_text=False` drops the text.
@@ -317,7 +315,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if truncation is False:
                 encoding, table, spacing = self._encode(encoded, truncation=False, **protection)
             else:
-                limit = self._max_source_length()
+                limit = max_source_positions(self.model.config, self.tokenizer)
                 encoding, table, spacing = self._encode(
                     encoded,
                     truncation=True if truncation is None else truncation,
@@ -572,22 +570,6 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             return pairs[0], params[pairs[0]]
         return self.task, {}
 
-    def _max_source_length(self) -> int:
-        limits = [getattr(self._base_config(), "max_position_embeddings", None)]
-        model_max = getattr(self.tokenizer, "model_max_length", None)
-        limits.append(model_max if model_max and model_max < 1_000_000 else None)
-        limits = [limit for limit in limits if limit]
-        return min(limits) if limits else _DEFAULT_MAX_LENGTH
-
-    def _max_output_length(self) -> int:
-        """The most tokens the decoder can take: its positions (T5 has no such limit: the tokenizer's, or 512)."""
-        config = self._base_config()
-        limit = first_int(config, "max_target_positions", "max_position_embeddings")  # as from_base reads it
-        if limit:
-            return limit
-        model_max = getattr(self.tokenizer, "model_max_length", None)
-        return model_max if model_max and model_max < 1_000_000 else _DEFAULT_MAX_LENGTH
-
     def _length_defaults(self, generate_kwargs: dict[str, Any], input_ids: torch.Tensor) -> dict[str, Any]:
         """`max_new_tokens` for generate() when nothing sets a length, and v4's warning for a short `max_length`."""
         # As _prepare_generate_kwargs merges them: a call's generation_config replaces the init's parameters.
@@ -599,7 +581,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             # generate() would stop at 20 tokens (its model-agnostic default), cutting most real outputs short.
             # Stopping at EOS, the output may be as long as the decoder's positions allow; one limit per model
             # (not per source) keeps batched outputs equal to one-by-one ones.
-            return {"max_new_tokens": self._max_output_length()}
+            return {"max_new_tokens": max_target_positions(self.model.config, self.tokenizer)}
         if self._base_task == "translation" and "max_new_tokens" not in lengths:
             input_length = input_ids.shape[1]
             if input_length > 0.9 * lengths["max_length"]:

@@ -6,6 +6,7 @@ from testing_utils import UNK, VOCAB, source_batch, tiny_base
 
 from benchmarks.reference import extended_log_probs
 from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
+from hf_pgen.configuration_pointer_generator import max_source_positions
 from hf_pgen.mixture_pointer_generator import (
     first_occurrence,
     gold_log_probs,
@@ -63,7 +64,7 @@ def test_distributions_sum_to_one_and_gold_path_matches_full(case_model):
     out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels)
     # With labels in evaluation mode the logits have one fixed width (vocabulary + one slot per source position), so
     # that the Trainer can concatenate batches; the columns past this batch's slots are impossible.
-    assert out.logits.shape == (3, 4, VOCAB + model._max_source_positions())
+    assert out.logits.shape == (3, 4, VOCAB + max_source_positions(model.config))
     assert torch.isneginf(out.logits[..., VOCAB + 2 :]).all()
     torch.testing.assert_close(out.logits.exp().sum(-1), torch.ones(3, 4), atol=1e-5, rtol=0)
     gathered = out.logits.gather(-1, labels.clamp_min(0).unsqueeze(-1)).squeeze(-1)
@@ -946,7 +947,7 @@ def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_w
     metrics = trainer.evaluate()
     assert metrics["eval_rows"] == 3 and math.isfinite(metrics["eval_loss"])
     predictions = trainer.predict(rows).predictions
-    assert predictions.shape == (3, 2, VOCAB + model._max_source_positions()) and seen[0][0] == 3
+    assert predictions.shape == (3, 2, VOCAB + max_source_positions(model.config)) and seen[0][0] == 3
     # Each row's own slots keep their probabilities; the slots it lacks stay impossible.
     assert math.isfinite(predictions[1, 0, VOCAB]) and predictions[0, 0, VOCAB] == -math.inf
 
