@@ -280,20 +280,8 @@ def max_source_positions(
 def max_target_positions(
     config: PreTrainedConfig, tokenizer: Any = None, *, default: int | None = DEFAULT_MAX_POSITIONS
 ) -> int | None:
-    """How many target tokens the model's decoder takes (labels and generated ids); `max_source_positions`' rule with
-    `max_target_positions` first.
-
-    Args:
-        config (`PreTrainedConfig`):
-            A base model's config, or a `PointerGeneratorConfig` (its `base_config` is read).
-        tokenizer (`PreTrainedTokenizerBase`, *optional*):
-            The model's tokenizer; its `model_max_length` caps the limit when it states one.
-        default (`int`, *optional*, defaults to `DEFAULT_MAX_POSITIONS`, 512):
-            What to return where neither states a limit; `None` says that nothing bounds the length.
-
-    Returns:
-        `int` (or `default`): the number of target positions.
-    """
+    """How many target tokens the model's decoder takes (labels and generated ids): `max_source_positions`' rule, its
+    arguments and its return value, with `max_target_positions` read first."""
     return _max_positions(config, tokenizer, "max_target_positions", default)
 
 
