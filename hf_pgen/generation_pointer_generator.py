@@ -30,7 +30,7 @@ from .logits_process_pointer_generator import (
     _protection_processors,
     _warn_missing_spans,
 )
-from .mixture_pointer_generator import COPY_MASS_FLOOR, num_oov_slots, pad_with_impossible_slots
+from .mixture_pointer_generator import COPY_MASS_FLOOR, count_oov_slots, pad_with_impossible_slots
 from .modeling_outputs_pointer_generator import PointerGeneratorGenerateBeamOutput, PointerGeneratorGenerateOutput
 from .protection_pointer_generator import PROTECTED_SPANS_KEY
 from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS  # generate() drops them
@@ -56,7 +56,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
     def __init__(self, *caches):
         super().__init__(*caches)
         self.coverage_history: torch.Tensor | None = None  # (B, T_done, S)
-        self.num_extended_slots: int | None = None
+        self.num_oov_slots: int | None = None
         self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
         self.source_padding: torch.Tensor | None = None  # (B, 1, S) bool: True where a row has no source token
         # The dedicated pointer's keys: the encoder states, one per source (B / r, S, D_enc); and its `decoding_query`.
@@ -117,7 +117,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
 
     def reset(self):
         super().reset()
-        self.coverage_history = self.num_extended_slots = self.pointer_query = None
+        self.coverage_history = self.num_oov_slots = self.pointer_query = None
         self.rows_per_source = 1
         for name in self._SOURCE_STATE:
             setattr(self, name, None)
@@ -215,7 +215,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         source = rows(extended_ids)  # (R, S)
 
         vocab_size = self.config.vocab_size
-        width = vocab_size + num_oov_slots(extended_ids, vocab_size)
+        width = vocab_size + count_oov_slots(extended_ids, vocab_size)
         chunk = max(1, _COPY_INFO_CHUNK_FLOATS // max(1, sequences.shape[1] * width))  # bounds the (r, L, V + N)
         steps = slice(prompt_len - 1, None)  # the decoder positions that produced the generated tokens
         p_gen, attention, share = [], [], []
@@ -272,7 +272,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
             # Prompt lookup checks candidates against logits processors on a dummy score row as wide as the
             # vocabulary; a copied (extended) id in the output must fit in it too.
             if source_ids is not None:
-                generator.vocab_size = self.config.vocab_size + num_oov_slots(source_ids, self.config.vocab_size)
+                generator.vocab_size = self.config.vocab_size + count_oov_slots(source_ids, self.config.vocab_size)
         if isinstance(generator, AssistedCandidateGenerator):
             self._fit_assistant(generator, call["input_ids"], source_ids)
         return generator
@@ -308,7 +308,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         assistant_kwargs.pop("extended_input_ids", None)
         width = self.config.vocab_size
         if source_ids is not None:
-            width += num_oov_slots(source_ids, self.config.vocab_size)
+            width += count_oov_slots(source_ids, self.config.vocab_size)
         draft = generator.get_candidates
 
         def get_candidates(input_ids, *args, **kwargs):
@@ -346,10 +346,10 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         return picked.masked_fill(finished, 0.0)
 
 
-def _slot_counts(ids: torch.Tensor, vocab_size: int, num_slots: int) -> torch.Tensor:
+def _slot_occurrences(ids: torch.Tensor, vocab_size: int, num_oov_slots: int) -> torch.Tensor:
     """How often each extended slot occurs in each row: (R, L) ids -> (R, N) counts. Vocabulary ids count nowhere."""
-    bucket = (ids - vocab_size + 1).clamp(0, num_slots)  # (R, L): 0 for vocabulary ids, k + 1 for slot k
-    counts = torch.zeros(ids.shape[0], num_slots + 1, dtype=torch.long, device=ids.device)
+    bucket = (ids - vocab_size + 1).clamp(0, num_oov_slots)  # (R, L): 0 for vocabulary ids, k + 1 for slot k
+    counts = torch.zeros(ids.shape[0], num_oov_slots + 1, dtype=torch.long, device=ids.device)
     return counts.scatter_add_(1, bucket, torch.ones_like(bucket))[:, 1:]  # (R, N)
 
 
@@ -379,12 +379,12 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
 
     def __init__(self, extended_input_ids: torch.Tensor, vocab_size: int) -> None:
         self.vocab_size = vocab_size
-        self.num_slots = num_oov_slots(extended_input_ids, vocab_size)
-        self.source_counts = _slot_counts(extended_input_ids, vocab_size, self.num_slots)  # (B, N)
+        self.num_oov_slots = count_oov_slots(extended_input_ids, vocab_size)
+        self.source_counts = _slot_occurrences(extended_input_ids, vocab_size, self.num_oov_slots)  # (B, N)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """input_ids (R, L) the outputs so far, scores (R, V + N) -> (R, V + N)."""
-        width = min(self.num_slots, scores.shape[-1] - self.vocab_size)
+        width = min(self.num_oov_slots, scores.shape[-1] - self.vocab_size)
         if width <= 0:
             return scores  # nothing to copy, or copying switched off (scores as wide as the vocabulary)
         rows, sources = input_ids.shape[0], self.source_counts.shape[0]
@@ -394,7 +394,7 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
                 "the same number of consecutive rows (num_beams x num_return_sequences)."
             )
         allowed = self.source_counts.to(input_ids.device).repeat_interleave(rows // sources, dim=0)  # (R, N)
-        used = _slot_counts(input_ids, self.vocab_size, self.num_slots)  # (R, N)
+        used = _slot_occurrences(input_ids, self.vocab_size, self.num_oov_slots)  # (R, N)
         exhausted = (used >= allowed)[:, :width]  # (R, N')
         # Only the N slot columns can change: one copy of the scores, no (R, V + N) mask.
         limited = scores.clone()

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 # The grammar lives in hf_pgen.placeholders (standard library only), shared with protected decoding: one pattern.
+from .deprecation import renamed_keywords
 from .placeholders import PLACEHOLDER_PATTERN, extract_placeholders
 
 __all__ = [
@@ -55,8 +56,9 @@ def placeholder_preservation(sources: Sequence[str], predictions: Sequence[str])
     return sum(verdicts) / len(verdicts) if verdicts else math.nan
 
 
+@renamed_keywords(oov_words_per_example="oov_words")
 def oov_copy_rate(
-    oov_words_per_example: Sequence[Sequence[str] | None],
+    oov_words: Sequence[Sequence[str] | None],
     references: Sequence[str],
     predictions: Sequence[str],
 ) -> float:
@@ -66,9 +68,9 @@ def oov_copy_rate(
     surface strings carry, is stripped) is copyable when the reference contains it (substring test); it is copied
     when the prediction contains it too. Each distinct word counts once per example. `nan` when no word is copyable.
     """
-    _check_lengths(oov_words_per_example=oov_words_per_example, references=references, predictions=predictions)
+    _check_lengths(oov_words=oov_words, references=references, predictions=predictions)
     copyable = copied = 0
-    for words, reference, prediction in zip(oov_words_per_example, references, predictions):
+    for words, reference, prediction in zip(oov_words, references, predictions):
         for word in {w.strip() for w in (words or ()) if w and w.strip()}:
             if word in reference:
                 copyable += 1
@@ -112,11 +114,12 @@ def corpus_chrf(predictions: Sequence[str], references: Sequence[str], **kwargs)
     return float(sacrebleu.corpus_chrf(list(predictions), [list(references)], **kwargs).score)
 
 
+@renamed_keywords(oov_words_per_example="oov_words")
 def translation_metrics(
     sources: Sequence[str] | None,
     predictions: Sequence[str],
     references: Sequence[str],
-    oov_words_per_example: Sequence[Sequence[str] | None] | None = None,
+    oov_words: Sequence[Sequence[str] | None] | None = None,
 ) -> dict[str, float]:
     """All of the above in one dict: bleu, chrf, placeholder_preservation (with `sources`) and oov_copy_rate (with
     OOV tables). How hf_pgen scores a system everywhere: `build_compute_metrics` and the main job call this."""
@@ -126,8 +129,8 @@ def translation_metrics(
     }
     if sources is not None:
         results["placeholder_preservation"] = placeholder_preservation(sources, predictions)
-    if oov_words_per_example is not None:
-        results["oov_copy_rate"] = oov_copy_rate(oov_words_per_example, references, predictions)
+    if oov_words is not None:
+        results["oov_copy_rate"] = oov_copy_rate(oov_words, references, predictions)
     return results
 
 

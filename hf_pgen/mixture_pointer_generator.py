@@ -123,16 +123,16 @@ def smoothed_log_probs(
     return total / num_classes
 
 
-def num_oov_slots(extended_input_ids: torch.Tensor, vocab_size: int) -> int:
+def count_oov_slots(extended_input_ids: torch.Tensor, vocab_size: int) -> int:
     """Extended slots a batch spans: the logits' width is vocab_size + this. One device sync."""
     return max(int(extended_input_ids.max()) + 1 - vocab_size, 0)
 
 
-def vocabulary_log_probs(vocab_logits: torch.Tensor, num_extended_slots: int) -> torch.Tensor:
+def vocabulary_log_probs(vocab_logits: torch.Tensor, num_oov_slots: int) -> torch.Tensor:
     """log P_vocab over the extended vocabulary: (B, T, V) raw logits -> (B, T, V + N) float32, -inf on the N slots."""
     logits = vocab_logits.float()
-    if num_extended_slots:
-        logits = pad_with_impossible_slots(logits, num_extended_slots)  # (B, T, V + N)
+    if num_oov_slots:
+        logits = pad_with_impossible_slots(logits, num_oov_slots)  # (B, T, V + N)
     return F.log_softmax(logits, dim=-1)
 
 
@@ -140,7 +140,7 @@ def mix_vocab_logits(
     vocab_logits: torch.Tensor,
     extended_input_ids: torch.Tensor,
     copy_side: tuple[torch.Tensor, torch.Tensor],
-    num_extended_slots: int,
+    num_oov_slots: int,
     logits_are_scratch: bool = False,
 ) -> torch.Tensor:
     """Raw LM-head logits (B, T, V) and `copy_side_of_mixture`'s terms -> the mixture (B, T, V + N) float32.
@@ -152,16 +152,16 @@ def mix_vocab_logits(
     """
     with_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (vocab_logits, *copy_side))
     if with_grad:
-        return mix_copy_side(vocabulary_log_probs(vocab_logits, num_extended_slots), extended_input_ids, copy_side)
+        return mix_copy_side(vocabulary_log_probs(vocab_logits, num_oov_slots), extended_input_ids, copy_side)
     log_p_gen, copied = copy_side  # (B, T, 1), (B, T, S)
     logits = vocab_logits.float()  # a copy unless float32 already
     if logits is vocab_logits and not logits_are_scratch:
         log_p_vocab = F.log_softmax(logits, dim=-1)
     else:
         log_p_vocab = torch.log_softmax(logits, dim=-1, out=logits)  # (B, T, V)
-    if num_extended_slots:
+    if num_oov_slots:
         vocab_size = log_p_vocab.shape[-1]
-        generated = log_p_vocab.new_empty(*log_p_vocab.shape[:-1], vocab_size + num_extended_slots)  # (B, T, V + N)
+        generated = log_p_vocab.new_empty(*log_p_vocab.shape[:-1], vocab_size + num_oov_slots)  # (B, T, V + N)
         torch.add(log_p_vocab, log_p_gen, out=generated[..., :vocab_size])
         generated[..., vocab_size:] = -torch.inf
     else:
@@ -217,10 +217,10 @@ def _mix_at_source_ids(generated: torch.Tensor, extended_input_ids: torch.Tensor
     return generated.scatter_(-1, source_ids, mixed_at_source)
 
 
-def pad_with_impossible_slots(logits: torch.Tensor, num_slots: int) -> torch.Tensor:
-    """(..., V) -> (..., V + num_slots), the new slots at -inf. One write of the result, where F.pad fills it with
+def pad_with_impossible_slots(logits: torch.Tensor, num_oov_slots: int) -> torch.Tensor:
+    """(..., V) -> (..., V + num_oov_slots), the new slots at -inf. One write of the result, where F.pad fills it with
     the value first and then copies the logits over it."""
-    return torch.cat([logits, logits.new_full((*logits.shape[:-1], num_slots), -torch.inf)], dim=-1)
+    return torch.cat([logits, logits.new_full((*logits.shape[:-1], num_oov_slots), -torch.inf)], dim=-1)
 
 
 def first_occurrence(extended_input_ids: torch.Tensor) -> torch.Tensor:

@@ -43,10 +43,10 @@ from .input_checks_pointer_generator import check_labels, check_source_ids, chec
 from .layers_pointer_generator import CopyNext, CopySwitch, PointerAttention, SelectiveRead
 from .mixture_pointer_generator import (
     copy_side_of_mixture,
+    count_oov_slots,
     first_occurrence,
     gold_log_probs,
     mix_vocab_logits,
-    num_oov_slots,
     pad_with_impossible_slots,
     repeated_source_rows,
     smoothed_log_probs,
@@ -366,11 +366,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         mixture = None
         if mixed_source is not None:
             # Everything of the mixture that does not need the vocabulary logits, computed before the LM head.
-            num_slots, first = self._source_layout(mixed_source, cache)
+            num_oov_slots, first = self._source_layout(mixed_source, cache)
             copy_side = None  # copying switched off: the base's own logits
             if self.config.force_p_gen != 1.0:
                 copy_side = copy_side_of_mixture(pointer_attention, switch_logit, first)
-            mixture = (num_slots, copy_side)
+            mixture = (num_oov_slots, copy_side)
         self._copy_step.outputs = (pointer_attention, coverage_before, switch_logit, mixture)
 
     def _selective_read_before_decoder(self, module, args, kwargs):
@@ -464,8 +464,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         cache = cache if cache is not None else past_key_values
         source_ids = extended_input_ids if extended_input_ids is not None else input_ids
         # A later decoding step: the cache holds the source's layout, filled by a call that checked this source.
-        num_slots_known = cache.num_extended_slots if isinstance(cache, PointerGeneratorCache) else None
-        if num_slots_known is None:
+        num_oov_slots_known = cache.num_oov_slots if isinstance(cache, PointerGeneratorCache) else None
+        if num_oov_slots_known is None:
             check_source_ids(config, input_ids, extended_input_ids)  # three device syncs: not at every step
         if source_ids is None:
             raise ValueError(
@@ -484,7 +484,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                     "labels), not decoder_inputs_embeds."
                 )
             extended_decoder_ids = decoder_input_ids
-        if decoder_input_ids is not None and num_slots_known != 0:  # sources without OOV words cannot feed one back
+        if decoder_input_ids is not None and num_oov_slots_known != 0:  # sources without OOV words cannot feed one back
             decoder_input_ids = self._to_base_vocabulary(decoder_input_ids)
 
         use_cache = use_cache if use_cache is not None else config.base_config.use_cache
@@ -558,18 +558,18 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 coverage_loss = per_step[gold_mask].sum() / denominator
                 loss = loss + config.coverage_weight * coverage_loss
         if build_logits:
-            num_slots, copy_side = mixture
+            num_oov_slots, copy_side = mixture
             if copy_side is None:
                 # Copying switched off: the base's own logits, so that every generate() option (repetition
                 # penalties included) sees exactly what it sees on the base.
-                logits = pad_with_impossible_slots(vocab_logits, num_slots) if num_slots else vocab_logits
+                logits = pad_with_impossible_slots(vocab_logits, num_oov_slots) if num_oov_slots else vocab_logits
             else:
                 # The base's logits are not returned: normalise them in place.
-                logits = mix_vocab_logits(vocab_logits, source_ids, copy_side, num_slots, logits_are_scratch=True)
+                logits = mix_vocab_logits(vocab_logits, source_ids, copy_side, num_oov_slots, logits_are_scratch=True)
             if labels is not None:
                 logits = self._pad_to_evaluation_width(logits)
             elif self.training and num_items_in_batch is not None:
-                check_trainer_label_smoothing(self.config, source_ids, num_slots)
+                check_trainer_label_smoothing(self.config, source_ids, num_oov_slots)
 
         output = PointerGeneratorSeq2SeqLMOutput(
             loss=loss,
@@ -655,11 +655,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
     def _source_layout(self, source_ids: torch.Tensor, cache) -> tuple[int, torch.Tensor]:
         # The logits' width and the grouping of repeated source words are fixed for a whole generation: computed at
         # the first step (the width needs a device sync) and kept in the cache.
-        if isinstance(cache, PointerGeneratorCache) and cache.num_extended_slots is not None:
-            return cache.num_extended_slots, cache.source_first_occurrence
-        layout = num_oov_slots(source_ids, self.config.vocab_size), first_occurrence(source_ids)
+        if isinstance(cache, PointerGeneratorCache) and cache.num_oov_slots is not None:
+            return cache.num_oov_slots, cache.source_first_occurrence
+        layout = count_oov_slots(source_ids, self.config.vocab_size), first_occurrence(source_ids)
         if isinstance(cache, PointerGeneratorCache):
-            cache.num_extended_slots, cache.source_first_occurrence = layout
+            cache.num_oov_slots, cache.source_first_occurrence = layout
         return layout
 
     def _pad_to_evaluation_width(self, logits: torch.Tensor) -> torch.Tensor:

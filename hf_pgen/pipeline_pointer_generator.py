@@ -313,10 +313,10 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Protected literal", category=UserWarning)
             if truncation is False:
-                encoding, table, spacing = self._encode(encoded, truncation=False, **protection)
+                encoding, oov_words, spacing = self._encode(encoded, truncation=False, **protection)
             else:
                 limit = max_source_positions(self.model.config, self.tokenizer)
-                encoding, table, spacing = self._encode(
+                encoding, oov_words, spacing = self._encode(
                     encoded,
                     truncation=True if truncation is None else truncation,
                     max_length=limit,
@@ -333,7 +333,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 )
         keys = ("input_ids", "attention_mask", "extended_input_ids")
         model_inputs = {key: encoding[key] for key in keys if key in encoding}  # (1, S) each
-        model_inputs["oov_words"] = table  # a tuple: batching gathers one per example (see _one_table_per_example)
+        model_inputs["oov_words"] = oov_words  # a tuple: batching gathers one per example (see _one_table_per_example)
         model_inputs["oov_spacing"] = spacing  # the same
         model_inputs["is_blank"] = torch.tensor([not text.strip()])
         if PROTECTED_SPANS_KEY in encoding:
@@ -401,8 +401,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     ) -> list[dict[str, Any]]:
         output_ids = model_outputs["output_ids"][0]  # (k, L): one input's num_return_sequences outputs
         # Unbatched from a batch, the entry is this input's table (a tuple); from a batch of one, a list of one table.
-        tables, spacings = model_outputs["oov_words"], model_outputs["oov_spacing"]
-        table = list(tables if isinstance(tables, tuple) else tables[0])
+        gathered, spacings = model_outputs["oov_words"], model_outputs["oov_spacing"]
+        oov_words = list(gathered if isinstance(gathered, tuple) else gathered[0])
         spacing = list(spacings if isinstance(spacings, tuple) else spacings[0])
         if return_text is None:
             return_text = not return_tensors  # v4: return_tensors=True alone gives the ids only
@@ -412,7 +412,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if blank:
                 texts = [""] * output_ids.shape[0]  # nothing to translate: no hallucinated output
             else:
-                texts = self._decode(output_ids, table, spacing, clean_up_tokenization_spaces)
+                texts = self._decode(output_ids, oov_words, spacing, clean_up_tokenization_spaces)
         records = []
         for j, (ids, text) in enumerate(zip(output_ids, texts)):
             record = {}
@@ -422,7 +422,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 record[f"{self.return_name}_token_ids"] = ids
             if return_copy_info:
                 record.update(
-                    self._copy_record(model_outputs, j, ids, table, spacing, clean_up_tokenization_spaces, blank)
+                    self._copy_record(model_outputs, j, ids, oov_words, spacing, clean_up_tokenization_spaces, blank)
                 )
             records.append(record)
         return records
@@ -468,7 +468,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         model_outputs: dict[str, Any],
         j: int,
         ids: torch.Tensor,
-        table: list[str],
+        oov_words: list[str],
         spacing: list[dict[str, Any]],
         clean_up: bool,
         blank: bool,
@@ -493,7 +493,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 continue
             # Each token's text is what it adds to the decoded prefix, so the texts join to the translation.
             text = self._processor.decode(
-                generated[: t + 1], table, clean_up_tokenization_spaces=clean_up, oov_spacing=spacing
+                generated[: t + 1], oov_words, clean_up_tokenization_spaces=clean_up, oov_spacing=spacing
             )
             common = len(previous) if text.startswith(previous) else _trim_to_common_prefix(tokens, previous, text)
             share = float(shares[t])
@@ -533,13 +533,13 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         return encoding, tuple(encoding["oov_words"][0]), tuple(encoding["oov_spacing"][0])
 
     def _decode(
-        self, output_ids: torch.Tensor, table: list[str], spacing: list[dict[str, Any]], clean_up: bool
+        self, output_ids: torch.Tensor, oov_words: list[str], spacing: list[dict[str, Any]], clean_up: bool
     ) -> list[str]:
         """Decode (k, L) outputs of one input; its table (and its spacing records) serve all k."""
         if self._copies:
             return self._processor.batch_decode(
                 output_ids,
-                [table],
+                [oov_words],
                 skip_special_tokens=True,
                 clean_up_tokenization_spaces=clean_up,
                 oov_spacing=[spacing],

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from .deprecation import renamed_keywords
 from .tokenization_encode_pointer_generator import check_tokenizer, check_vocab_size, tokenizer_width
 
 __all__ = ["decode_with_oovs", "batch_decode_with_oovs"]
@@ -58,15 +59,15 @@ def _to_id_list(token_ids: Any) -> list[int]:
     return [int(i) for i in ids]
 
 
-def _check_table(oov_words: Any) -> list[str]:
+def _check_oov_words(oov_words: Any) -> list[str]:
     if oov_words is None:
         return []
     if isinstance(oov_words, str):
         raise TypeError(
             f"oov_words must be this example's list of OOV words (batch['oov_words'][i]), got the string {oov_words!r}."
         )
-    table = list(oov_words)
-    for word in table:
+    words = list(oov_words)
+    for word in words:
         if not isinstance(word, str):
             what = type(word).__name__
             if isinstance(word, (list, tuple)):
@@ -76,11 +77,11 @@ def _check_table(oov_words: Any) -> list[str]:
                 "batch['oov_words'][i] to decode_with_oovs, or decode the whole batch with "
                 "batch_decode_with_oovs(tokenizer, ids, batch['oov_words'], vocab_size=...)."
             )
-    return table
+    return words
 
 
-def _check_spacing(oov_spacing: Any, table: list[str]) -> list[Mapping[str, Any]] | None:
-    """One example's `oov_spacing` as a list of records (None: not given), checked against its table."""
+def _check_spacing(oov_spacing: Any, oov_words: list[str]) -> list[Mapping[str, Any]] | None:
+    """One example's `oov_spacing` as a list of records (None: not given), checked against its OOV words."""
     if oov_spacing is None:
         return None
     records = list(oov_spacing)
@@ -92,9 +93,9 @@ def _check_spacing(oov_spacing: Any, table: list[str]) -> list[Mapping[str, Any]
             f"oov_spacing must be ONE example's spacing records, a list of dicts (batch['oov_spacing'][i]); got "
             f"{what}. Pass batch['oov_spacing'][i] with batch['oov_words'][i]."
         )
-    if len(records) != len(table):
+    if len(records) != len(oov_words):
         raise ValueError(
-            f"oov_spacing has {len(records)} record(s) but oov_words has {len(table)} word(s): pass the two from the "
+            f"oov_spacing has {len(records)} record(s) but oov_words has {len(oov_words)} word(s): pass the two from the "
             "same example of the same encode_with_oovs / processor output (batch['oov_words'][i] and "
             "batch['oov_spacing'][i])."
         )
@@ -184,8 +185,8 @@ def decode_with_oovs(
     check_tokenizer(tokenizer)
     vocab_size = check_vocab_size(tokenizer, vocab_size)
     context = _DecodeContext(tokenizer, vocab_size, skip_special_tokens, clean_up_tokenization_spaces)
-    table = _check_table(oov_words)
-    return context.decode(token_ids, table, _check_spacing(oov_spacing, table))
+    oov_words = _check_oov_words(oov_words)
+    return context.decode(token_ids, oov_words, _check_spacing(oov_spacing, oov_words))
 
 
 class _DecodeContext:
@@ -497,43 +498,63 @@ def _decode_slow(
     return _splice(parts, surfaces, clean_up)
 
 
+@renamed_keywords(oov_words_per_example="oov_words", oov_spacing_per_example="oov_spacing")
 def batch_decode_with_oovs(
     tokenizer: PreTrainedTokenizerBase,
     sequences: Sequence[Sequence[int]] | torch.Tensor,
-    oov_words_per_example: Sequence[Sequence[str] | None],
+    oov_words: Sequence[Sequence[str] | None],
     *,
     vocab_size: int,
     skip_special_tokens: bool = True,
     clean_up_tokenization_spaces: bool | None = None,
-    oov_spacing_per_example: Sequence[Sequence[Mapping[str, Any]] | None] | None = None,
+    oov_spacing: Sequence[Sequence[Mapping[str, Any]] | None] | None = None,
 ) -> list[str]:
-    """Decode `(B, L)` sequences, each with its own OOV table (`oov_words_per_example[b]`) and, optionally, its
-    spacing records (`oov_spacing_per_example[b]`: `batch["oov_spacing"]`).
+    """Decode `(B, L)` sequences, each with its own example's OOV words; see `decode_with_oovs` for the rules.
 
-    See `decode_with_oovs` for the per-sequence rules. Raises `ValueError` when the number
-    of sequences and of OOV tables (or spacing records) differ.
+    Args:
+        tokenizer (`PreTrainedTokenizerBase`):
+            The tokenizer the sources were encoded with.
+        sequences (`torch.Tensor` or lists of `int` of shape `(B, L)`):
+            Generated (or label) ids; `-100` is padding.
+        oov_words (`list[list[str] | None]` of length `B`):
+            Each example's OOV words (`batch["oov_words"]`). Beam outputs with `num_return_sequences > 1` need each
+            repeated (`PointerGeneratorProcessor.batch_decode` does that). Formerly `oov_words_per_example=`.
+        vocab_size (`int`):
+            The model's output width used at encode time.
+        skip_special_tokens, clean_up_tokenization_spaces:
+            As for `tokenizer.batch_decode`.
+        oov_spacing (`list[list[dict] | None]` of length `B`, *optional*):
+            Each example's spacing records (`batch["oov_spacing"]`). Formerly `oov_spacing_per_example=`.
+
+    Returns:
+        `list[str]`: one text per sequence.
+
+    Raises:
+        ValueError: when the numbers of sequences, of OOV word lists and of spacing records differ, or an id names no
+            slot of its example (see `decode_with_oovs`).
+        TypeError: when an entry of `oov_words` is not one example's list of words.
     """
     if hasattr(sequences, "tolist"):
         sequences = sequences.tolist()
     sequences = list(sequences)
-    tables = list(oov_words_per_example)
-    if len(sequences) != len(tables):
+    oov_words = list(oov_words)
+    if len(sequences) != len(oov_words):
         raise ValueError(
-            f"Got {len(sequences)} sequences but {len(tables)} OOV tables; pass one table per example "
+            f"Got {len(sequences)} sequences but {len(oov_words)} OOV tables; pass one table per example "
             "(beam outputs with num_return_sequences > 1 need their table repeated; PointerGeneratorProcessor."
             "batch_decode does that)."
         )
-    spacings = [None] * len(tables) if oov_spacing_per_example is None else list(oov_spacing_per_example)
-    if len(spacings) != len(tables):
+    spacings = [None] * len(oov_words) if oov_spacing is None else list(oov_spacing)
+    if len(spacings) != len(oov_words):
         raise ValueError(
-            f"Got {len(tables)} OOV tables but {len(spacings)} oov_spacing entries; pass the oov_spacing of the same "
+            f"Got {len(oov_words)} OOV tables but {len(spacings)} oov_spacing entries; pass the oov_spacing of the same "
             "examples as the tables (batch['oov_spacing'] with batch['oov_words'])."
         )
     check_tokenizer(tokenizer)
     vocab_size = check_vocab_size(tokenizer, vocab_size)
     context = _DecodeContext(tokenizer, vocab_size, skip_special_tokens, clean_up_tokenization_spaces)
     decoded = []
-    for seq, words, spacing in zip(sequences, tables, spacings):
-        table = _check_table(words)
-        decoded.append(context.decode(seq, table, _check_spacing(spacing, table)))
+    for seq, words, spacing in zip(sequences, oov_words, spacings):
+        words = _check_oov_words(words)
+        decoded.append(context.decode(seq, words, _check_spacing(spacing, words)))
     return decoded

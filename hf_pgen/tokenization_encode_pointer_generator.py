@@ -157,13 +157,13 @@ def _match_key(surface: str) -> str:
     return unicodedata.normalize("NFC", surface)
 
 
-def _target_slot(table: dict[str, int], surface: str) -> int | None:
+def _target_slot(slot_of: dict[str, int], surface: str) -> int | None:
     """The source slot a target's unknown `surface` copies: the one with its exact text, else the first one that
     differs only in normalization form (the source wrote "Cafe" + U+0301, the target "Café")."""
-    slot = table.get(surface)
+    slot = slot_of.get(surface)
     if slot is None:
         key = _match_key(surface)
-        slot = next((s for text, s in table.items() if _match_key(text) == key), None)
+        slot = next((s for text, s in slot_of.items() if _match_key(text) == key), None)
     return slot
 
 
@@ -232,14 +232,14 @@ def _extend_row(
     text: str,
     unk_id: int | None,
     vocab_size: int,
-    table: dict[str, int],
+    slot_of: dict[str, int],
     slots: list[_Slot],
     grow: bool,
     expansions: dict[int, _Expansion] | None = None,
 ) -> list[int]:
     """Copy of `ids` where unknown tokens carry `vocab_size + slot`.
 
-    `table` maps a source surface -> slot and `slots[slot]` holds it. With `grow` new surfaces get new slots
+    `slot_of` maps a source surface -> slot and `slots[slot]` holds it. With `grow` new surfaces get new slots
     (source side: one per exact text, so a word the source writes in NFD and in NFC comes back in each form); without
     it, unknown surfaces that match no slot (`_target_slot`) keep the unknown id (target side). Unknown tokens with no recoverable surface (zero width, or offsets unavailable) keep the unknown id.
     `expansions` (slow SentencePiece, see `_expansion_groups`): when the unknown token at `i` gets a slot,
@@ -257,11 +257,11 @@ def _extend_row(
         skip_to = i + taken
         if surface is None:
             continue
-        slot = table.get(surface) if grow else _target_slot(table, surface)
+        slot = slot_of.get(surface) if grow else _target_slot(slot_of, surface)
         if slot is None:
             if not grow:
                 continue
-            slot = table[surface] = len(slots)
+            slot = slot_of[surface] = len(slots)
             slots.append(_Slot(surface))
         expansion = expansions.get(i) if expansions else None
         if grow:
@@ -551,14 +551,14 @@ def encode_with_oovs(
     source_offsets, num_truncated, source_groups = _row_offsets(
         tokenizer, enc, texts, is_fast, add_special_tokens, stride, target=False
     )
-    tables: list[dict[str, int]] = []
+    slot_of_per_row: list[dict[str, int]] = []  # per row, each OOV surface's slot
     slots_per_row: list[list[_Slot]] = []
     extended: list[list[int]] = []
     for ids, offs, src, groups in zip(enc["input_ids"], source_offsets, texts, source_groups):
-        table: dict[str, int] = {}
+        slot_of: dict[str, int] = {}
         slots: list[_Slot] = []
-        extended.append(_extend_row(ids, offs, src, unk_id, vocab_size, table, slots, grow=True, expansions=groups))
-        tables.append(table)
+        extended.append(_extend_row(ids, offs, src, unk_id, vocab_size, slot_of, slots, grow=True, expansions=groups))
+        slot_of_per_row.append(slot_of)
         slots_per_row.append(slots)
     oov_words = [[slot.text for slot in slots] for slots in slots_per_row]
     oov_spacing = [[slot.spacing() for slot in slots] for slots in slots_per_row]
@@ -576,10 +576,16 @@ def encode_with_oovs(
             tokenizer, tgt, targets, is_fast, add_special_tokens, stride, target=True
         )
         labels = []
-        for ids, offs, mask, tgt_text, table, slots, groups in zip(
-            tgt["input_ids"], target_offsets, tgt["attention_mask"], targets, tables, slots_per_row, target_groups
+        for ids, offs, mask, tgt_text, slot_of, slots, groups in zip(
+            tgt["input_ids"],
+            target_offsets,
+            tgt["attention_mask"],
+            targets,
+            slot_of_per_row,
+            slots_per_row,
+            target_groups,
         ):
-            row = _extend_row(ids, offs, tgt_text, unk_id, vocab_size, table, slots, grow=False, expansions=groups)
+            row = _extend_row(ids, offs, tgt_text, unk_id, vocab_size, slot_of, slots, grow=False, expansions=groups)
             labels.append([t if m else label_pad_token_id for t, m in zip(row, mask)])
         data["labels"] = labels
 

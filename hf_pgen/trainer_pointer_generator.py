@@ -58,7 +58,7 @@ class PointerGeneratorEvalPrediction(EvalPrediction):
     Attributes:
         oov_words: `list[list[str]]`, one OOV table per row of `predictions` (None when the dataset has no
             `oov_words` column): decode with `hf_pgen.batch_decode_with_oovs(tokenizer, ids, eval_pred.oov_words,
-            vocab_size=model.config.vocab_size, oov_spacing_per_example=eval_pred.oov_spacing)` or
+            vocab_size=model.config.vocab_size, oov_spacing=eval_pred.oov_spacing)` or
             `processor.batch_decode(ids, eval_pred.oov_words, oov_spacing=eval_pred.oov_spacing)`.
         oov_spacing: `list[list[dict]]`, the rows' spacing records (the dataset's `oov_spacing` column, None when it
             has none), which space some copies as the source did (`v2.3`, not `v2. 3`, with a word-level vocabulary).
@@ -395,9 +395,9 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         else:
             indices = np.concatenate(self._gathered_indices)
         indices = [int(i) for i in indices]
-        tables = examples.column(self.oov_words_column)
-        oov_words = None if tables is None else [list(tables[i] or ()) for i in indices]
-        records = examples.column(self.oov_spacing_column) if tables is not None else None
+        column = examples.column(self.oov_words_column)
+        oov_words = None if column is None else [list(column[i] or ()) for i in indices]
+        records = examples.column(self.oov_spacing_column) if column is not None else None
         oov_spacing = None if records is None else [list(records[i] or ()) for i in indices]
         wanted = [*self.example_columns, *getattr(compute_metrics, "example_columns", ())]
         columns = {}
@@ -546,15 +546,14 @@ def build_compute_metrics(
         predictions = np.asarray(predictions)
         if predictions.ndim == 3:  # log-probabilities (predict_with_generate off)
             predictions = predictions.argmax(-1)
-        tables = getattr(eval_pred, "oov_words", None)
-        spacing = getattr(eval_pred, "oov_spacing", None) if tables is not None else None
-        if tables is None:
-            tables = [None] * len(predictions)
+        oov_words = getattr(eval_pred, "oov_words", None)
+        spacing = getattr(eval_pred, "oov_spacing", None) if oov_words is not None else None
+        per_row = oov_words if oov_words is not None else [None] * len(predictions)
         columns = getattr(eval_pred, "columns", {})
         decoded = [
             text.strip()
             for text in batch_decode_with_oovs(
-                tokenizer, predictions, tables, vocab_size=vocab_size, oov_spacing_per_example=spacing
+                tokenizer, predictions, per_row, vocab_size=vocab_size, oov_spacing=spacing
             )
         ]
         if reference_column is not None:
@@ -565,14 +564,14 @@ def build_compute_metrics(
                 for text in batch_decode_with_oovs(
                     tokenizer,
                     np.asarray(eval_pred.label_ids),
-                    tables,
+                    per_row,
                     vocab_size=vocab_size,
-                    oov_spacing_per_example=spacing,
+                    oov_spacing=spacing,
                 )
             ]
         sources = [str(text) for text in columns[source_column]] if source_column is not None else None
         score = metrics if metrics is not None else translation_metrics
-        result = score(sources, decoded, references, getattr(eval_pred, "oov_words", None))
+        result = score(sources, decoded, references, oov_words)
         pad = tokenizer.pad_token_id
         kept = (predictions >= 0) & (predictions != pad) if pad is not None else predictions >= 0
         result["gen_len"] = float(kept.sum(-1).mean()) if len(predictions) else 0.0

@@ -201,6 +201,16 @@ def test_oov_copy_rate():
         oov_copy_rate([[]], ["a", "b"], ["a", "b"])
 
 
+def test_oov_copy_rate_takes_the_keyword_of_earlier_versions_with_a_warning():
+    words, references, predictions = [["Zzz"], []], ["Zzz löschen", "Hallo"], ["Zzz", "Hallo"]
+    with pytest.warns(FutureWarning, match="oov_copy_rate\\(oov_words_per_example=...\\) is renamed oov_words="):
+        old = oov_copy_rate(oov_words_per_example=words, references=references, predictions=predictions)
+    assert old == oov_copy_rate(oov_words=words, references=references, predictions=predictions) == 1.0
+    with pytest.warns(FutureWarning, match="translation_metrics"):
+        scores = translation_metrics(None, predictions, references, oov_words_per_example=words)
+    assert scores["oov_copy_rate"] == 1.0
+
+
 def test_bleu_and_chrf():
     references = ["Die Datei wurde gelöscht.", "Öffnen Sie die Einstellungen."]
     assert corpus_bleu(references, references) == pytest.approx(100.0)

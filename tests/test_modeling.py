@@ -8,9 +8,9 @@ from benchmarks.reference import extended_log_probs
 from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
 from hf_pgen.configuration_pointer_generator import max_source_positions
 from hf_pgen.mixture_pointer_generator import (
+    count_oov_slots,
     first_occurrence,
     gold_log_probs,
-    num_oov_slots,
     repeated_source_rows,
     source_word_mass,
 )
@@ -35,7 +35,7 @@ def test_worked_example_nakamura():
     pointer = torch.tensor([[[0.1, 0.3, 0.4, 0.2]]])
     switch_logit = torch.full((1, 1), math.log(0.3 / 0.7))  # p_gen = 0.3
 
-    log_p = extended_log_probs(vocab_logits, pointer, source, switch_logit, num_extended_slots=1)[0, 0]
+    log_p = extended_log_probs(vocab_logits, pointer, source, switch_logit, num_oov_slots=1)[0, 0]
     p = log_p.exp()
     assert p.shape == (V + 1,)
     assert p[V].item() == pytest.approx(0.28, abs=1e-6)  # P(Nakamura) = 0.7 * 0.4
@@ -766,7 +766,7 @@ def test_assisted_decoding_over_many_rounds_equals_greedy(kind):
     assert max(fed) <= 2  # each call takes only the new tokens, on top of the assistant's cache
     # sampling compares the assistant's scores with the model's, which are wider by the copy slots
     sampled = model.generate(**batch, assistant_model=assistant, do_sample=True)
-    assert sampled.shape[1] > 1 and (sampled < VOCAB + num_oov_slots(batch["extended_input_ids"], VOCAB)).all()
+    assert sampled.shape[1] > 1 and (sampled < VOCAB + count_oov_slots(batch["extended_input_ids"], VOCAB)).all()
 
 
 def test_prompt_lookup_over_copied_ids():

@@ -769,7 +769,7 @@ def test_a_copy_of_an_nfkc_expanded_character_is_the_source_character(nfkc_toks,
     # Tables from JSON decode the same, and the copied "ǅ" starts a word wherever it goes (its "▁" went into "▁D").
     back = json.loads(json.dumps({key: enc[key] for key in ("extended_input_ids", "oov_words", "oov_spacing")}))
     assert batch_decode_with_oovs(
-        tok, back["extended_input_ids"], back["oov_words"], vocab_size=V, oov_spacing_per_example=back["oov_spacing"]
+        tok, back["extended_input_ids"], back["oov_words"], vocab_size=V, oov_spacing=back["oov_spacing"]
     ) == [
         decode_with_oovs(tok, ext, table, vocab_size=V, oov_spacing=spacing)
         for ext, table, spacing in zip(enc["extended_input_ids"], enc["oov_words"], enc["oov_spacing"])
@@ -902,7 +902,7 @@ def test_spacing_survives_dataset_map_and_json(family):
             columns["extended_input_ids"],
             columns["oov_words"],
             vocab_size=V,
-            oov_spacing_per_example=columns["oov_spacing"],
+            oov_spacing=columns["oov_spacing"],
         )
         assert decoded == texts
         one = decode_with_oovs(

@@ -235,16 +235,16 @@ def test_compute_metrics_sees_copied_words_in_dataset_order(copier_eval, tmp_pat
         model=model, args=args, processing_class=tokenizer, compute_metrics=compute_metrics, example_columns=["en"]
     )
     output = trainer.predict(data)
-    texts, tables = data["en"][:], data["oov_words"][:]
+    texts, oov_words = data["en"][:], data["oov_words"][:]
     assert seen["indices"] == list(range(len(texts))) and seen["sources"] == texts
-    assert sum(map(len, tables)) > 20  # plenty of copies to get right
-    assert oov_copy_rate(tables, texts, seen["predictions"]) > 0.8  # the copier copies its own source's words
+    assert sum(map(len, oov_words)) > 20  # plenty of copies to get right
+    assert oov_copy_rate(oov_words, texts, seen["predictions"]) > 0.8  # the copier copies its own source's words
     # Every copied word comes from its own row's table (a misaligned table would splice in another source's words).
-    all_oov = {w for table in tables for w in table}
-    for source, prediction, table in zip(texts, seen["predictions"], tables):
-        assert {w for w in prediction.split() if w in all_oov} <= set(table) | set(source.split())
+    all_oov = {w for words in oov_words for w in words}
+    for source, prediction, words in zip(texts, seen["predictions"], oov_words):
+        assert {w for w in prediction.split() if w in all_oov} <= set(words) | set(source.split())
     # predict() hands back the rows in dataset order too.
-    decoded = batch_decode_with_oovs(tokenizer, output.predictions, tables, vocab_size=vocab_size)
+    decoded = batch_decode_with_oovs(tokenizer, output.predictions, oov_words, vocab_size=vocab_size)
     assert decoded == seen["predictions"]
 
 
@@ -319,7 +319,7 @@ def test_compute_metrics_spaces_copies_as_the_source_did(tokenizer, tmp_path):
     assert "3" in data[0]["oov_words"] and "oov_spacing" in data.column_names
     seen = {}
 
-    def metrics(sources, predictions, references, tables):
+    def metrics(sources, predictions, references, oov_words):
         seen["references"] = references
         return {}
 

@@ -51,12 +51,13 @@ def decode_predictions(
     (and spaced by its `oov_spacing` records, when given)."""
     if isinstance(predictions, tuple):
         predictions = predictions[0]
-    tables = oov_words if oov_words is not None else [None] * len(predictions)
     spacing = oov_spacing if oov_words is not None else None
+    if oov_words is None:
+        oov_words = [None] * len(predictions)
     return [
         text.strip()
         for text in batch_decode_with_oovs(
-            tokenizer, predictions, tables, vocab_size=vocab_size, oov_spacing_per_example=spacing
+            tokenizer, predictions, oov_words, vocab_size=vocab_size, oov_spacing=spacing
         )
     ]
 
