@@ -1,4 +1,9 @@
-"""Configuration of the pointer-generator: a base encoder-decoder's config plus the copy settings."""
+"""Configuration of the pointer-generator: a base encoder-decoder's config plus the copy settings, and the position
+limits every part of hf_pgen reads (`max_source_positions`, `max_target_positions`).
+
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library, `transformers` and its hf_pgen siblings (relative imports).
+"""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@
   produce) to as many occurrences in the output as the source has. `generate(oov_copy_limit=True)`, or
   `model.generation_config.oov_copy_limit = True` (saved with the model, so pipelines follow it), installs it.
 
-This file is saved next to the model as remote code: it imports only `torch`, `transformers` and its hf_pgen
-siblings (relative imports; not the modeling module, which imports this one).
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`,
+`transformers` and its hf_pgen siblings (relative imports; not the modeling module, which imports this one).
 """
 
 from __future__ import annotations

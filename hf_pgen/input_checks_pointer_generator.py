@@ -1,5 +1,8 @@
 """The pointer-generator's input checks: what `forward` and `generate()` refuse, each error naming the cell, the value
-and the fix (kept apart from the model so that its file holds the layers and the forward pass)."""
+and the fix (kept apart from the model so that its file holds the layers and the forward pass).
+
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`.
+"""
 
 from __future__ import annotations
 

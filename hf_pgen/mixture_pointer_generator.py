@@ -6,7 +6,7 @@ generation and evaluation (every id of the extended vocabulary).
 Shapes: B = batch, T = target positions, S = source positions, V = base vocabulary (output width), N = extended
 (copy-only) slots in the batch.
 
-This file is saved next to the model as remote code: it imports only `torch`.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """What the pointer-generator's forward and generate() return: the base's output classes plus the copy decisions.
 
-This file is saved next to the model as remote code: it imports only `torch` and `transformers`.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch` and
+`transformers`.
 """
 
 from __future__ import annotations

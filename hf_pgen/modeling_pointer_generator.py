@@ -13,6 +13,9 @@ This file wires the copy layers to a base: the model, its decoder hooks and its 
 (`layers_pointer_generator.py`), the mixture (`mixture_pointer_generator.py`), the cache and `generate()`
 (`generation_pointer_generator.py`), the input checks (`input_checks_pointer_generator.py`), the output classes
 (`modeling_outputs_pointer_generator.py`).
+
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`,
+`transformers` and its hf_pgen siblings (relative imports).
 """
 
 from __future__ import annotations
@@ -55,6 +58,13 @@ from .modeling_outputs_pointer_generator import PointerGeneratorSeq2SeqLMOutput
 from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS  # forward drops them, as generate() does
 
 logger = logging.get_logger(__name__)
+
+# Modules a saved folder holds only because this file imports them: save_pretrained copies the model's module and
+# every module it imports relatively, read from the source text (function bodies included). Nothing else reaches the
+# pipeline (which the folder's custom_pipelines names) or the model card (which push_to_hub renders), so the imports
+# inside save_pretrained and push_to_hub are declarations, not leftovers: deleting one breaks every saved folder.
+# tests/test_modeling.py (test_a_saved_folder_holds_exactly_the_modules_saved_with_the_model) checks both.
+COPIED_BY_IMPORT = ("pipeline_pointer_generator", "modelcard")
 
 # 5.24 renamed the cache argument and output field from `past_key_values` to `cache`; support both releases.
 _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
@@ -255,7 +265,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """As `PreTrainedModel.save_pretrained`, and the folder serves `pipeline("translation" | "summarization" |
         "text2text-generation", model=folder, trust_remote_code=True)`: Transformers 5 removed those tasks, a folder's
         `custom_pipelines` brings them back. The pipeline module is copied beside the model code by this import."""
-        from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline  # noqa: F401  (copied at save time)
+        from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline  # noqa: F401  (COPIED_BY_IMPORT)
 
         if not getattr(self.config, "custom_pipelines", None):
             self.config.custom_pipelines = copy.deepcopy(CUSTOM_PIPELINES)
@@ -269,7 +279,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """As `PreTrainedModel.push_to_hub`; a repository without a model card gets hf_pgen's (pipeline tag, tags,
         base model, usage snippets that run with and without hf_pgen, copy settings, limitations) instead of
         Transformers' empty template. An existing card is kept (and tagged)."""
-        from .modelcard import hub_has_model_card, push_model_card
+        from .modelcard import hub_has_model_card, push_model_card  # also COPIED_BY_IMPORT
 
         token = kwargs.get("token")
         had_card = hub_has_model_card(repo_id, token=token)

@@ -34,6 +34,10 @@ tasks through its `config.custom_pipelines` with `trust_remote_code=True`.
 With hf_pgen imported, `pipeline(task, model=folder)` on a saved pointer-generator folder runs this installed class
 (not the folder's copy, which may be older) and needs no `trust_remote_code` once the loaded config no longer lists
 the folder's own copy in `custom_pipelines` (see `PointerGeneratorConfig`).
+
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library, `torch`, `transformers` and its hf_pgen siblings (relative imports; `import hf_pgen` above is in the example
+only).
 """
 
 from __future__ import annotations

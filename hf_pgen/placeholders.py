@@ -4,7 +4,8 @@ Software messages carry tokens that a translation must reproduce verbatim: print
 placeholders, HTML tags and URLs. `extract_placeholders` lists them (what `hf_pgen.metrics` scores);
 `placeholder_spans` gives where they stand in the text (what `protect="placeholders"` protects).
 
-This file is saved next to the model as remote code: it imports only the standard library.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ Transformers processor::
     ids = model.generate(**batch, num_beams=4, num_return_sequences=2)
     processor.batch_decode(ids, batch)                                 # copies spliced back in, tables repeated
 
-This file is saved next to the model as remote code: it imports only the standard library, `torch`,
-`transformers` and its hf_pgen siblings (relative imports).
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library, `torch`, `transformers` and its hf_pgen siblings (relative imports).
 """
 
 from __future__ import annotations

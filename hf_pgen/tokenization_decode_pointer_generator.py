@@ -6,8 +6,8 @@ comes out exactly as the source wrote it, and the spacing around it comes from t
 
 Public API: `decode_with_oovs`, `batch_decode_with_oovs` (also `hf_pgen.decode_with_oovs`, ...).
 
-This file is saved next to the model as remote code: it imports only the standard library, `torch`, `transformers`
-and its hf_pgen siblings (relative imports); see `hf_pgen.SAVED_WITH_MODEL`.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library, `torch`, `transformers` and its hf_pgen siblings (relative imports); see `hf_pgen.SAVED_WITH_MODEL`.
 """
 
 from __future__ import annotations

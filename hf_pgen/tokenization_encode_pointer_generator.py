@@ -22,8 +22,8 @@ suffix, see `decode_with_oovs`).
 Public API: `encode_with_oovs` (also `hf_pgen.encode_with_oovs`). The tokenizer checks and `DECODING_ONLY_KEYS` serve
 the package's other modules and stay out of `__all__`.
 
-This file is saved next to the model as remote code: it imports only the standard library, `torch`, `transformers`
-and its hf_pgen siblings (relative imports); see `hf_pgen.SAVED_WITH_MODEL`.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library, `torch`, `transformers` and its hf_pgen siblings (relative imports); see `hf_pgen.SAVED_WITH_MODEL`.
 """
 
 from __future__ import annotations

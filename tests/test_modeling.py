@@ -1,4 +1,5 @@
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -983,28 +984,33 @@ def test_constructor_leaves_the_config_alone_and_save_serves_the_pipelines(tmp_p
     assert (tmp_path / "generation_pointer_generator.py").exists()  # the copy-aware decoding rules generate() uses
 
 
-def test_saved_code_imports_only_what_a_python_without_hf_pgen_has(tmp_path):
-    """Every module a saved folder carries (modeling and all it imports relatively, pipeline, processor, card) must
-    load with trust_remote_code in a Python that has only torch and transformers (with huggingface_hub)."""
+def test_a_saved_folder_holds_exactly_the_modules_saved_with_the_model(tmp_path):
+    """hf_pgen.SAVED_WITH_MODEL is the folder's code, no more and no less; each of its modules says so in its docstring
+    and loads with trust_remote_code in a Python that has only torch and transformers (with huggingface_hub)."""
     import ast
     import sys
 
+    import hf_pgen
+    import hf_pgen.modeling_pointer_generator as modeling
+
     wrap("bart").save_pretrained(tmp_path)
     modules = sorted(tmp_path.glob("*.py"))
-    assert {
-        "modeling_pointer_generator.py",
-        "layers_pointer_generator.py",
-        "pipeline_pointer_generator.py",
-        "processing_pointer_generator.py",
-        "modelcard.py",
-    } <= {m.name for m in modules}
+    assert sorted(module.stem for module in modules) == sorted(hf_pgen.SAVED_WITH_MODEL)
+    # What modeling imports only so that it is copied: a relative import in its source names each.
+    modeling_tree = ast.parse(Path(modeling.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(modeling_tree) if isinstance(node, ast.ImportFrom) and node.level}
+    assert set(modeling.COPIED_BY_IMPORT) <= imported <= set(hf_pgen.SAVED_WITH_MODEL)
     for module in modules:
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        assert "saved next to the model as remote code" in " ".join(ast.get_docstring(tree).split()), module.name
         roots = set()
-        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 roots |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
                 roots.add(node.module.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):  # a sibling: it must be in the folder too
+                assert f"{node.module}.py" in {m.name for m in modules}, (module.name, node.module)
         # The card module renders with huggingface_hub (which every transformers install has); the rest needs less.
         allowed = {"torch", "transformers"} | ({"huggingface_hub"} if module.name == "modelcard.py" else set())
         assert roots - set(sys.stdlib_module_names) <= allowed, module.name
