@@ -93,6 +93,13 @@ class PointerGeneratorConfig(PreTrainedConfig):
             `run_translation --glossary_augmentation`, which trains the model to read it; the processor and the
             pipeline apply it to every `glossary=` call. `None`: the model was not trained with an annotation, and
             glossary terms are placed (`glossary_mode="guarantee"`) without one.
+
+    Raises:
+        ValueError: when the base is not an encoder-decoder, or has separate source and target vocabularies (a copied
+            source id would name another target token); when a setting lies outside its range (`pointer`,
+            `force_p_gen`, `coverage_weight`, `label_smoothing`, the cross-attention pointer's `pointer_layer` and
+            `pointer_heads`), or `glossary_annotation` is not a format string holding `{target}` once (a non-string
+            one raises `TypeError`). Each message names the value and the fix.
     """
 
     model_type = "pointer_generator"
@@ -229,6 +236,13 @@ def _without_installed_pipelines(custom_pipelines: dict | None) -> dict | None:
 def is_pointer_generator(model_or_config) -> bool:
     """Whether `model_or_config` has the copy head: a `PointerGeneratorConfig`, a model whose config is one, or a
     PEFT model around such a model. A plain base (BART, Marian, ...) gives False.
+
+    Args:
+        model_or_config (`PreTrainedModel`, `PeftModel` or `PreTrainedConfig`):
+            What to ask about; anything else (None, a string) gives False.
+
+    Returns:
+        `bool`: whether its config's `model_type` is `"pointer_generator"`.
 
     >>> is_pointer_generator(PointerGeneratorForConditionalGeneration.from_base(base))
     True

@@ -33,6 +33,19 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
     which its forward embeds as the unknown token), and this collator calls it when `model=` is given, as
     `DataCollatorForSeq2Seq` does.
 
+    Args:
+        tokenizer ([`PreTrainedTokenizerBase`]):
+            The tokenizer the features were encoded with; its pad id and `padding_side` pad `extended_input_ids` too.
+        model ([`PreTrainedModel`], *optional*), padding, max_length, pad_to_multiple_of, label_pad_token_id,
+        return_tensors (`"pt"` or `"np"`):
+            As for `DataCollatorForSeq2Seq`.
+
+    Raises:
+        ValueError: for an empty list of features, features without `input_ids`, an `extended_input_ids` row whose
+            length differs from its `input_ids`, rows of different lengths with `padding=False`, rows longer than
+            `max_length` with `padding="max_length"`, or a tokenizer without a pad token.
+        TypeError: for a feature that holds strings (a text column left in the dataset).
+
     ```python
     features = encode_with_oovs(tokenizer, sources, text_target=targets, vocab_size=model.config.vocab_size)
     collator = DataCollatorForPointerGenerator(tokenizer, model=model, pad_to_multiple_of=8)

@@ -368,6 +368,9 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
         vocab_size (`int`):
             The model's vocabulary size V (extended slots start there).
 
+    Raises:
+        ValueError: from a call whose number of score rows is not a multiple of the number of sources.
+
     Examples:
 
     ```python

@@ -71,6 +71,18 @@ _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "
 
 
 class PointerGeneratorPreTrainedModel(PreTrainedModel):
+    r"""
+    The base class of pointer-generator models: `PreTrainedModel` with [`PointerGeneratorConfig`], the wrapped model
+    under `base` (`base_model_prefix`), and the initialisation of the copy layers (the switch starts at
+    `p_gen_bias_init`, the copy aids at zero, so that a freshly wrapped base generates what it generated before).
+
+    Args:
+        config ([`PointerGeneratorConfig`]):
+            The base's config and the copy settings. Initialising from a config builds fresh weights; load trained
+            ones with `from_pretrained`, or wrap a trained base with
+            `PointerGeneratorForConditionalGeneration.from_base`.
+    """
+
     config_class = PointerGeneratorConfig
     base_model_prefix = "base"
     supports_gradient_checkpointing = True
@@ -138,6 +150,19 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
     A pointer-generator around an encoder-decoder: the base's weights are reused unchanged; a copy switch and (by
     default) a dedicated pointer attention are added.
 
+    Args:
+        config ([`PointerGeneratorConfig`]):
+            The base's config and the copy settings.
+        base_model ([`PreTrainedModel`], *optional*):
+            The encoder-decoder to wrap (an `AutoModelForSeq2SeqLM` model of `config.base_config`). Default: one built
+            from `config.base_config` with fresh weights (`from_pretrained` then loads the saved ones). To wrap a
+            trained base use `from_base`, which also carries its generation settings over.
+
+    Raises:
+        ValueError: from `from_base`, for a model that is not an encoder-decoder; from `forward` and `generate()`,
+            for inputs that do not fit (ids outside the vocabulary, `extended_input_ids` that disagree with
+            `input_ids`, labels naming a slot their source lacks), each message naming the cell and the fix.
+
     ```python
     >>> import hf_pgen
     >>> from transformers import AutoModelForSeq2SeqLM
@@ -188,6 +213,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 `AutoModelForSeq2SeqLM.from_pretrained(base_model_or_path, **base_model_kwargs)`.
             copy_settings: fields of [`PointerGeneratorConfig`] (`pointer`, `coverage`, `coverage_weight`,
                 `force_p_gen`, `p_gen_bias_init`, `unk_token_id`, ...).
+
+        Returns:
+            `PointerGeneratorForConditionalGeneration`: on the base's device and dtype, with a copy of its generation
+            config (a `max_length` from the decoder's positions where the base saved none).
+
+        Raises:
+            ValueError: when the base is not an encoder-decoder, or a copy setting is refused by the config.
         """
         if isinstance(base_model_or_path, str):
             base_model = AutoModelForSeq2SeqLM.from_pretrained(base_model_or_path, **(base_model_kwargs or {}))

@@ -79,10 +79,21 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     pipe(["Delete %(name)s?", "Open Nakamura-Øresund"], num_beams=4, batch_size=2)
     ```
 
+    Args:
+        model ([`PreTrainedModel`]):
+            A pointer-generator, or any encoder-decoder loaded with `AutoModelForSeq2SeqLM` (served as v4 served it).
+        tokenizer ([`PreTrainedTokenizerBase`]):
+            Its tokenizer.
+        task (`str`, defaults to `"translation"`):
+            `"translation"`, `"translation_xx_to_yy"`, `"summarization"` or `"text2text-generation"`: the outputs'
+            key (`translation_text`, `summary_text`, `generated_text`) and the `task_specific_params` entry read.
+        **kwargs:
+            The other arguments of `transformers.Pipeline` (`device`, `batch_size`, generation defaults, ...).
+
     Inputs: a string (returns a list of dicts, as v4 did), a list or tuple of strings (one dict per input, or one list
     of `num_return_sequences` dicts per input), or a stream for `batch_size` batching: a generator, a
     `KeyDataset(dataset, "column")`, any torch `Dataset` of strings (an iterator of per-input lists is returned, as
-    v4 did). A non-string input raises a `ValueError` naming its index; a blank one gives `""`.
+    v4 did). A blank input gives `""`.
 
     Call arguments (as v4):
     - `max_length` / `max_new_tokens` and every other `generate()` keyword (`num_beams`, `num_return_sequences`,
@@ -117,6 +128,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
       when copying gave at least half of its probability; else None), `attention` (the pointer over
       `source_tokens`), `protected`) and `protected_spans`. `hf_pgen.visualize.to_html(records, "copies.html")`
       draws them.
+
+    Raises:
+        ValueError: at construction, for a task it does not serve, a model that is not an encoder-decoder or a missing
+            tokenizer; at a call, for an input that is not a string (naming its index), options a plain base cannot
+            serve (`return_copy_info=True`, `protect="oov"`), a bad `protect=` pattern, a list of glossaries for a
+            stream, or a `tgt_lang` the tokenizer does not know.
     """
 
     _load_processor = False

@@ -56,6 +56,11 @@ class PointerGeneratorProcessor:
             a glossary term their vocabulary cannot spell is then only warned about, where a copy model gets it
             written into its source to copy.
 
+    Raises:
+        TypeError: for a tokenizer that is neither fast nor a SentencePiece one, or a `vocab_size` that is not an int.
+        ValueError: for a `vocab_size` smaller than the tokenizer's ids (extended ids would collide with real ones),
+            or a `glossary_annotation` that is not a format string holding `{target}` once.
+
     Example:
 
     ```python

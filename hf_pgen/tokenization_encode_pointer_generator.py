@@ -514,6 +514,14 @@ def encode_with_oovs(
         a `list[str]`, `oov_spacing` a `list[dict]`), like the tokenizer does; with `return_tensors`
         tensors keep the batch axis and `oov_words`, `oov_spacing` (and `num_truncated_tokens`) stay
         (non-tensor) lists.
+
+    Raises:
+        ValueError: for an example that is `None` or not a string (naming its index), `text` and `text_target` of
+            different lengths, a
+            `vocab_size` below the tokenizer's ids, or a keyword that would split an example over several rows
+            (`return_overflowing_tokens`, `is_split_into_words`, `text_pair`).
+        TypeError: for a tokenizer that is neither fast nor a SentencePiece one, a `text` that is neither a string
+            nor a list, or a `vocab_size` that is not an int.
     """
     check_tokenizer(tokenizer)
     vocab_size = check_vocab_size(tokenizer, vocab_size)

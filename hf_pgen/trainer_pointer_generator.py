@@ -53,9 +53,12 @@ EXAMPLE_INDEX = "pg_example_index"
 
 
 class PointerGeneratorEvalPrediction(EvalPrediction):
-    """An `EvalPrediction` (unpacks as `predictions, label_ids[, inputs, losses]`) with per-row example data.
+    """An `EvalPrediction` (unpacks as `predictions, label_ids[, inputs, losses]`) with per-row example data. The
+    Trainer builds it for `compute_metrics`; each argument is kept as the attribute of the same name.
 
-    Attributes:
+    Args:
+        predictions, label_ids, inputs, losses:
+            As for `EvalPrediction`, rows in the evaluated dataset's order.
         oov_words: `list[list[str]]`, one OOV table per row of `predictions` (None when the dataset has no
             `oov_words` column): decode with `hf_pgen.batch_decode_with_oovs(tokenizer, ids, eval_pred.oov_words,
             vocab_size=model.config.vocab_size, oov_spacing=eval_pred.oov_spacing)` or
@@ -110,6 +113,17 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         glossary_column: instead of `glossary`, a dataset column holding each example's own term base (a list of
             `[source term, target term]` pairs, or a dict), as WMT gives terms per sentence. A dataset without the
             column (a validation set, say) is decoded without terms.
+        source_column, source_prefix, max_source_length: where the source texts that `protect` and `glossary`
+            re-encode come from, and how the inputs were made from them.
+        model, args, data_collator, ...: as for `Seq2SeqTrainer` (`data_collator` defaults to the copy-aware one).
+
+    Raises:
+        ValueError: at construction, for a bad `protect` (or `"oov"` with a plain base), an unknown `glossary_mode`,
+            `glossary` with `glossary_column`, or `label_smoothing_factor > 0` for a model that cannot smooth its own
+            loss; at evaluation, when the source texts that `protect` or `glossary` need are missing or do not encode
+            to the batch's inputs.
+        TypeError: for a list of glossaries (the Trainer takes one term base).
+        KeyError: when `compute_metrics` asks for a dataset column the evaluation dataset lacks.
 
     Differences from the stock trainer, for a model with a copy head (`hf_pgen.is_pointer_generator(model)`):
 
@@ -526,9 +540,13 @@ def build_compute_metrics(
             `source_column` and `oov_words` None when the dataset has no `oov_words` column; default
             `hf_pgen.metrics.translation_metrics` (sacreBLEU, chrF, placeholder preservation, OOV copy rate).
 
-    Returns a callable of one `EvalPrediction` giving `{name: value}` rounded to 4 digits (nan values are left out),
-    plus `gen_len`, the mean number of non-pad predicted tokens. Predictions may be generated ids (B, L) or
-    log-probabilities (B, T, V + P), which are reduced with argmax.
+    Returns:
+        A callable of one `EvalPrediction` giving `{name: value}` rounded to 4 digits (nan values are left out), plus
+        `gen_len`, the mean number of non-pad predicted tokens. Predictions may be generated ids (B, L) or
+        log-probabilities (B, T, V + P), which are reduced with argmax.
+
+    Raises:
+        ValueError: for a tokenizer without `vocab_size` (the model's width cannot be guessed from a tokenizer).
     """
     tokenizer = getattr(processor_or_tokenizer, "tokenizer", processor_or_tokenizer)
     if vocab_size is None and tokenizer is not processor_or_tokenizer:  # a processor knows the model's width
