@@ -172,3 +172,4 @@ def placeholder_spans(text: str) -> list[tuple[int, int]]:
 # switch to the plain ones.
 _PERCENT_PREFIX = PERCENT_PREFIX
 _placeholder_end_at_start = placeholder_end_at_start
+_MARKS = PLACEHOLDER_STARTS
