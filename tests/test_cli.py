@@ -64,6 +64,7 @@ def _run(args, tmp_path, stdin=b""):
     return result.returncode, result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 def test_translates_each_argument_to_one_line(folders, tmp_path):
     copier, _ = folders
     # options after the texts too; a text with a newline in it is still one input, one output line
@@ -94,6 +95,7 @@ def _assert_same_records(got, expected, where="records"):
         assert got == expected, where
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 def test_stdin_is_translated_in_streamed_batches_with_copy_records(folders, tmp_path):
     copier, _ = folders
     page = tmp_path / "copies.html"
@@ -195,6 +197,7 @@ def _source_texts(page):
     return parser.texts
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 def test_input_that_is_not_utf8_stops_with_one_line(folders, tmp_path):
     copier, _ = folders
     stdin = b"Open the file\nCaf\xe9 au lait\nClose the file\n"  # Latin-1 on line 2

@@ -635,6 +635,7 @@ def test_label_smoothing_is_over_each_rows_own_classes(case_model):
     assert torch.isfinite(loss) and all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_trainer_label_smoothing_over_logits_is_refused_and_the_config_path_trains(tmp_path):
     """Label smoothing through Seq2SeqTrainer: its LabelSmoother would average over slots a row lacks (inf, logged as
     0.0), so it is refused, and the config's smoothing trains."""

@@ -110,6 +110,7 @@ def test_plain_base_translates_as_transformers_4_did(tmp_path):
         assert _texts(pipeline("translation", model=str(folder))(texts)) == expected, family
 
 
+@pytest.mark.slow  # a Python without hf_pgen, in a subprocess
 def test_saved_folder_serves_all_three_tasks_without_hf_pgen(trained_copier, saved_copier, tmp_path):
     model, tokenizer, _ = trained_copier
     config = json.loads((saved_copier / "config.json").read_text())

@@ -107,6 +107,7 @@ def support_aware_smoothed_nll(model, batch, epsilon):
     return float(((1 - epsilon) * nll + epsilon * smooth)[gold].mean())
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_label_smoothing_goes_to_the_models_support_aware_loss(tokenizer, tmp_path):
     model = tiny_model(tokenizer)
     data = copy_task(tokenizer, corpus_texts("train", limit=64), model.config.vocab_size)
@@ -338,6 +339,7 @@ def test_compute_metrics_spaces_copies_as_the_source_did(tokenizer, tmp_path):
     assert seen["spacing"] is None and seen["references"][0] == "Update to v2. 3 now"
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_early_stopping_and_the_best_model_on_eval_loss(tokenizer, tmp_path):
     from transformers import EarlyStoppingCallback
 
@@ -409,6 +411,7 @@ def test_create_model_card_renders_the_pointer_generator_card(copier_eval, tmp_p
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # trains docs/recipes.md's model in a subprocess
 def test_readme_trainer_snippet_runs(tmp_path):
     snippet = section_block(RECIPES_PAGE, "Fine-tune with the Trainer")  # the printed block is the one run
     result = subprocess.run(
@@ -426,6 +429,7 @@ def test_readme_trainer_snippet_runs(tmp_path):
     assert np.isfinite(metrics["eval_loss"])
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_a_processor_as_processing_class(tokenizer, tmp_path):
     """processing_class may be the PointerGeneratorProcessor: the collator defaults to the copy-aware one, and
     save_model writes the tokenizer files beside the model."""
@@ -448,6 +452,7 @@ def test_a_processor_as_processing_class(tokenizer, tmp_path):
     assert (tmp_path / "out" / "tokenizer.json").is_file() and (tmp_path / "out" / "config.json").is_file()
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_bf16_mixed_precision_trains_and_evaluates_with_copies(tokenizer, tmp_path):
     """--bf16 (the mixed precision a CPU has; fp16 needs an accelerator): finite smoothed loss, copies in eval."""
     model = tiny_model(tokenizer)
