@@ -5,7 +5,7 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main test test-fast quality benchmark browser dictionary clean model_card.md
+.PHONY: setup main test test-fast quality benchmark browser dictionary clean model_card.md readme-tables
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
@@ -80,6 +80,12 @@ quality: setup
 
 benchmark: setup
 	$(VENV)/bin/python -m benchmarks.run
+
+# The README's results, terms and cost tables, from docs/main-job/comparison.json and benchmarks/results/*/latest.json
+# (which rows and columns: training/report.py's README_* and benchmarks/report.py's README_COST).
+readme-tables: setup
+	$(VENV)/bin/python -m training.report --readme README.md
+	$(VENV)/bin/python -m benchmarks.report --readme README.md
 
 clean:
 	rm -rf $(VENV) $(VENV_523) outputs
