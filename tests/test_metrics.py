@@ -139,14 +139,12 @@ def test_placeholder_starts_are_where_the_grammar_begins():
     except ImportError:  # Python 3.10
         import sre_parse as parser
 
-    from hf_pgen.placeholders import _ICU_COMPLEX_HEAD
-
-    first = set()
-    for pattern in (PLACEHOLDER_PATTERN, _ICU_COMPLEX_HEAD):
-        chars, empty = _first_characters(parser.parse(pattern.pattern))
-        assert not empty
-        first |= chars
-    assert first == {start[0] for start in PLACEHOLDER_STARTS}, first
+    first, empty = _first_characters(parser.parse(PLACEHOLDER_PATTERN.pattern))
+    assert not empty and first == {start[0] for start in PLACEHOLDER_STARTS}, first
+    # The ICU heads the grammar finds apart from the pattern begin at a start too.
+    icu = "{count, plural, one {# file in %(folder)s} other {# files}} {n, select, a {x} other {y}}"
+    assert len(placeholder_spans(icu)) == 3
+    assert all(icu.startswith(PLACEHOLDER_STARTS, start) for start, _ in placeholder_spans(icu))
     # The starts of more than one character are the URL alternative's prefixes: each begins a URL...
     for start in PLACEHOLDER_STARTS:
         if len(start) > 1:
