@@ -57,8 +57,9 @@ def predict_args(model_dir, output_dir, *extra):
 
 
 def run_module(args, env=None, timeout=300):
-    """`python -m training.run_translation ARGS` from the repository root, as a user runs it."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    """`python -m training.run_translation ARGS` from the repository root, as a user runs it; `env` is a whole
+    environment (hub_server.client_env leaves HF_HUB_OFFLINE out on purpose), default this process's."""
+    env = {**(os.environ if env is None else env), "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)  # run as a module: the repository root (cwd) is on the path, nothing else needed
     done = subprocess.run(
         [sys.executable, "-m", "training.run_translation", *map(str, args)],
