@@ -61,11 +61,11 @@ def _vectorized_copy_step(log_p_vocab, pointer_attention, extended_input_ids, sw
     return dist.log()
 
 
-def _dense_vectorized(vocab_logits, pointer_attention, extended_input_ids, switch_logit, num_slots) -> torch.Tensor:
+def _dense_vectorized(vocab_logits, pointer_attention, extended_input_ids, switch_logit, num_oov_slots) -> torch.Tensor:
     """The common vectorised full mixture: softmax, a zero-filled (B, T, V + N) buffer, scatter_add, log."""
     batch, target_len, vocab = vocab_logits.shape
     p_gen = torch.sigmoid(switch_logit).unsqueeze(-1)
-    dist = torch.zeros(batch, target_len, vocab + num_slots, device=vocab_logits.device)
+    dist = torch.zeros(batch, target_len, vocab + num_oov_slots, device=vocab_logits.device)
     dist[..., :vocab] = p_gen * torch.softmax(vocab_logits, dim=-1)
     index = extended_input_ids.unsqueeze(1).expand(-1, target_len, -1)
     dist.scatter_add_(-1, index, (1 - p_gen) * pointer_attention)

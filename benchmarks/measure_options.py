@@ -14,7 +14,7 @@ of wall time (on / off).
   target. Reported as not available when the installed hf_pgen does not accept the option.
 * Copy options (`selective_read`, `copy_next`, both): a training step (forward, backward, AdamW) and greedy / beam
   generate() of the copy model with the option against the same model without it (the same base and copy weights;
-  the option's own weights random, as after training). Targets (issue 31): training step <= 1.05x, generation
+  the option's own weights random, as after training). Targets: training step <= 1.05x, generation
   throughput >= 0.95x, i.e. time ratio <= 1/0.95.
 """
 

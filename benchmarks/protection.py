@@ -468,6 +468,7 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from hf_pgen import PointerGeneratorProcessor, is_pointer_generator
+    from hf_pgen.configuration_pointer_generator import max_source_positions
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForSeq2SeqLM.from_pretrained(folder).to(args.device).eval()
@@ -479,7 +480,7 @@ def bench_protection_trained(args: Any, glossary: bool = False) -> dict:
     def new_processor() -> PointerGeneratorProcessor:
         return PointerGeneratorProcessor.from_model(model, tokenizer)
 
-    max_positions = int(getattr(model.base.config, "max_position_embeddings", None) or 1024)
+    max_positions = max_source_positions(model.config, tokenizer)
     if glossary:
         pairs = glossary_sources(tokenizer, max_positions, args.protection_messages, args.dictionary)
     else:

@@ -8,7 +8,7 @@ mixture against them) and the oracle the tests check `hf_pgen`'s mixture functio
 (`tests/test_reference.py`):
 
 >>> from benchmarks.reference import reference_full
->>> log_p = reference_full(vocab_logits, pointer_attention, extended_input_ids, switch_logit, num_slots)
+>>> log_p = reference_full(vocab_logits, pointer_attention, extended_input_ids, switch_logit, num_oov_slots)
 
 Every function computes in the dtype of its inputs and reads `switch_logit` = logit(p_gen), as `hf_pgen` does
 (+inf / -inf: always generate / always copy). The benchmark passes float32; the tests pass float64, in which
@@ -41,9 +41,9 @@ __all__ = [
 ]
 
 
-def padded_log_softmax(vocab_logits: torch.Tensor, num_slots: int) -> torch.Tensor:
+def padded_log_softmax(vocab_logits: torch.Tensor, num_oov_slots: int) -> torch.Tensor:
     """log P_vocab over V + N, the extended (copy-only) slots at -inf: (B, T, V + N)."""
-    return F.log_softmax(F.pad(vocab_logits, (0, num_slots), value=-torch.inf), dim=-1)
+    return F.log_softmax(F.pad(vocab_logits, (0, num_oov_slots), value=-torch.inf), dim=-1)
 
 
 def reference_copy_step(
@@ -98,12 +98,12 @@ def reference_full(
     pointer_attention: torch.Tensor,
     extended_input_ids: torch.Tensor,
     switch_logit: torch.Tensor,
-    num_slots: int,
+    num_oov_slots: int,
 ) -> torch.Tensor:
     """The whole mixture from raw logits (B, T, V): log_softmax over V + N, then the (example, source position) loop
     of `reference_copy_step`. What `extended_log_probs` computes: (B, T, V + N)."""
     return reference_copy_step(
-        padded_log_softmax(vocab_logits, num_slots), pointer_attention, extended_input_ids, switch_logit
+        padded_log_softmax(vocab_logits, num_oov_slots), pointer_attention, extended_input_ids, switch_logit
     )
 
 
@@ -122,7 +122,7 @@ def reference_gold(
     extended_input_ids: torch.Tensor,
     switch_logit: torch.Tensor,
     labels: torch.Tensor,
-    num_slots: int,
+    num_oov_slots: int,
 ) -> torch.Tensor:
     """log P(label) with a loop over (example, TARGET position): each row's distribution over V + N, its source
     attention added in, the label's entry kept. What `gold_log_probs` computes (labels >= 0): (B, T)."""
@@ -131,7 +131,7 @@ def reference_gold(
     for b in range(batch):
         for t in range(target_len):
             dist = _row_distribution(
-                vocab_logits, pointer_attention, extended_input_ids, switch_logit, b, t, vocab + num_slots
+                vocab_logits, pointer_attention, extended_input_ids, switch_logit, b, t, vocab + num_oov_slots
             )
             out[b, t] = dist[labels[b, t]].log()
     return out
@@ -165,7 +165,7 @@ def extended_log_probs(
     pointer_attention: torch.Tensor,
     extended_input_ids: torch.Tensor,
     switch_logit: torch.Tensor,
-    num_extended_slots: int,
+    num_oov_slots: int,
     source_first_occurrence: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The full mixture: (B, T, V + N) float32 log-probabilities. Slots a row does not have stay at -inf.
@@ -175,7 +175,7 @@ def extended_log_probs(
     if source_first_occurrence is None:
         source_first_occurrence = first_occurrence(extended_input_ids)
     copy_side = copy_side_of_mixture(pointer_attention, switch_logit.unsqueeze(-1), source_first_occurrence)
-    return mix_vocab_logits(vocab_logits, extended_input_ids, copy_side, num_extended_slots)
+    return mix_vocab_logits(vocab_logits, extended_input_ids, copy_side, num_oov_slots)
 
 
 def mix_into_log_probs(

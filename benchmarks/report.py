@@ -4,15 +4,18 @@ Pure functions of the JSON that `benchmarks/run.py` writes (targets included), s
 saved run without measuring anything:
 
     python -m benchmarks.report benchmarks/results/latest.json          # rewrites latest.md and latest.png beside it
+    python -m benchmarks.report --readme README.md                      # the README's cost table (README_COST)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["markdown", "plot", "write"]
+__all__ = ["markdown", "plot", "write", "readme_cost_table"]
 
 # The copy step's timed entries: the keys measure_mixture writes them under.
 COPY_OURS = "mix_into_log_probs"
@@ -91,12 +94,12 @@ def _training(report: dict, targets: dict) -> list[str]:
 
 
 def _generation_target(size: str, targets: dict) -> float:
-    # The checkpoints' shapes carry issue 29's target; the BART sizes (small, medium) the older, looser one.
+    # The checkpoints' shapes carry the users' target; the BART sizes (small, medium) the older, looser one.
     return targets["generation"] if size in ("small", "medium") else _checkpoints_target(targets)
 
 
 def _checkpoints_target(targets: dict) -> float:
-    return targets.get("generation_checkpoints", 0.97)  # runs before the checkpoints' target existed: issue 29's
+    return targets.get("generation_checkpoints", 0.97)  # runs written before the target had its own entry
 
 
 def _generation(report: dict, targets: dict) -> list[str]:
@@ -422,7 +425,7 @@ def _copy_options(report: dict) -> list[str]:
         f"The same base and copy weights, the option's own weights random; training: one step at batch {r0['batch']} "
         f"(64 source and target tokens); generate(): synthetic sources of {r0['source_length']} tokens, "
         f"{r0['new_tokens']} new tokens forced. Interleaved (ABBA); time ratio = on / off, median of the per-repeat "
-        "ratios. Targets (issue 31): training <= 1.05, generation <= 1/0.95 = 1.053.",
+        "ratios. Targets: training <= 1.05, generation <= 1/0.95 = 1.053.",
         "",
         "| option | size | what | batch | beams | off | on | time ratio [Q1, Q3] |",
         "|---|---|---|---|---|---|---|---|",
@@ -631,11 +634,94 @@ def write(report: dict, out: Path, name: str = "latest") -> list[Path]:
     return paths
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# The README's cost table: one number per cell, from the result folders' latest.json
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One row of the README's cost table: the settings' ratios of one result folder, reduced to the worst one.
+
+    `ratios` reads them from the folder's latest.json, `target` the bound from its `targets`; `higher_is_better`
+    says which end is the worst. The detail of each row (every setting, the controls, the runs) is in
+    benchmarks/README.md."""
+
+    label: str
+    folder: str
+    ratios: Callable[[dict], list[float]]
+    target: Callable[[dict], float]
+    higher_is_better: bool = False
+
+
+# Which measurements the README shows: decided here and nowhere else. `make readme-tables` rewrites the README from
+# them; tests/test_readme_tables.py fails while the README and the JSON disagree.
+README_COST = (
+    CostRow(
+        "training step, opus-mt / t5-small / bart-base",
+        "checkpoints",
+        lambda run: [row["time_ratio"]["median"] for row in run["training"]],
+        lambda targets: targets["train_time"],
+    ),
+    CostRow(
+        "generation throughput, the same shapes, batch 1 and 16, greedy / beam 4",
+        "checkpoints",
+        lambda run: [row["throughput_ratio"]["median"] for row in run["generation"]],
+        _checkpoints_target,
+        higher_is_better=True,
+    ),
+    CostRow(
+        '`protect="placeholders"` / without, the main job\'s model',
+        "protection_trained_recipe",
+        lambda run: [row["time_ratio"]["median"] for row in run["protection_trained"]["results"]],
+        lambda targets: targets["protection_trained_time"],
+    ),
+)
+
+
+def readme_cost_table(results: Path, rows: tuple[CostRow, ...] = README_COST) -> str:
+    """The README's cost table: per row, the worst setting's ratio, the target and how many settings meet it.
+
+    Args:
+        results: the results folder (`benchmarks/results`), holding `<row.folder>/latest.json`.
+        rows: the rows (`README_COST`).
+
+    Returns:
+        Markdown: the table and the line naming where its detail is.
+
+    Raises:
+        FileNotFoundError: for a row whose folder has no latest.json.
+    """
+    lines = [
+        "| pointer-generator / base | worst setting | target | settings within target |",
+        "|---|---:|---:|---:|",
+    ]
+    for row in rows:
+        run = json.loads((results / row.folder / "latest.json").read_text())
+        ratios, target = row.ratios(run), row.target(run["targets"])
+        met = sum(ratio >= target if row.higher_is_better else ratio <= target for ratio in ratios)
+        worst = min(ratios) if row.higher_is_better else max(ratios)
+        bound = "≥" if row.higher_is_better else "≤"
+        lines.append(f"| {row.label} | {worst:.3f} | {bound} {target:.2f} | {met} of {len(ratios)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("json", type=Path, help="a run's JSON (benchmarks/results/latest.json)")
+    parser.add_argument("json", type=Path, nargs="?", help="a run's JSON (benchmarks/results/latest.json)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the JSON's folder)")
+    parser.add_argument("--readme", type=Path, help="rewrite this page's cost table (README_COST) instead")
+    parser.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
+    if args.readme is not None:
+        from training.report import replace_generated_block
+
+        text = replace_generated_block(args.readme.read_text(encoding="utf-8"), "cost", readme_cost_table(args.results))
+        args.readme.write_text(text, encoding="utf-8")
+        print(f"{args.readme}: cost from {args.results}")
+        return
+    if args.json is None:
+        parser.error("give a run's JSON, or --readme")
     report = json.loads(args.json.read_text())
     for path in write(report, args.out or args.json.parent, args.json.stem):
         print(path)

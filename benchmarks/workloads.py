@@ -20,7 +20,7 @@ from transformers import (
 )
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, find_protected_spans
-from hf_pgen.mixture_pointer_generator import num_oov_slots
+from hf_pgen.mixture_pointer_generator import count_oov_slots
 
 __all__ = [
     "CHECKPOINTS",
@@ -171,20 +171,20 @@ def mixture_inputs(
     device: str,
     source_len: int = 256,
     vocab: int = 32768,
-    num_slots: int = 10,
+    num_oov_slots: int = 10,
     seed: int = 3,
 ):
     """Random inputs of the mixture functions: vocab_logits (B, T, V) (3 x randn), pointer_attention (B, T, S)
-    (softmax of 2 x randn), extended_input_ids (B, S) (5% OOV words over `num_slots` slots), switch_logit (B, T),
+    (softmax of 2 x randn), extended_input_ids (B, S) (5% OOV words over `num_oov_slots` slots), switch_logit (B, T),
     labels (B, T), and the number of slots the batch spans."""
     g = torch.Generator().manual_seed(seed)
-    _, extended = make_source(batch, source_len, vocab, seed=seed, max_oovs=num_slots)
+    _, extended = make_source(batch, source_len, vocab, seed=seed, max_oovs=num_oov_slots)
     labels = make_labels(extended, target_len, vocab, seed=seed)
     vocab_logits = torch.randn(batch, target_len, vocab, generator=g) * 3
     pointer_attention = torch.randn(batch, target_len, source_len, generator=g).mul(2).softmax(-1)
     switch_logit = torch.randn(batch, target_len, generator=g)
     tensors = [t.to(device) for t in (vocab_logits, pointer_attention, extended, switch_logit, labels)]
-    return (*tensors, num_oov_slots(tensors[2], vocab))
+    return (*tensors, count_oov_slots(tensors[2], vocab))
 
 
 def protection_workload(

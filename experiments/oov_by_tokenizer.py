@@ -25,7 +25,7 @@ from tokenizers import (
 )
 from transformers import PreTrainedTokenizerFast, T5Tokenizer
 
-from hf_pgen.tokenization_pointer_generator import decode_with_oovs, encode_with_oovs
+from hf_pgen import decode_with_oovs, encode_with_oovs
 from hf_pgen.tokenizer_training import train_shared_tokenizer
 
 

@@ -253,7 +253,7 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
                 if copy_info:
                     records.append(result)
                 lines.append(
-                    json.dumps(result, ensure_ascii=False) if args.json else _one_line(result["translation_text"])
+                    json.dumps(result, ensure_ascii=False) if args.json else one_line(result["translation_text"])
                 )
             _write_utf8(stdout, "".join(line + "\n" for line in lines))
             done += len(batch)
@@ -285,7 +285,7 @@ def _write_utf8(stream: TextIO, text: str) -> None:
     buffer.flush()
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
 
 

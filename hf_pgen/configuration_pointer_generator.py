@@ -1,9 +1,14 @@
-"""Configuration of the pointer-generator: a base encoder-decoder's config plus the copy settings."""
+"""Configuration of the pointer-generator: a base encoder-decoder's config plus the copy settings, and the position
+limits every part of hf_pgen reads (`max_source_positions`, `max_target_positions`).
+
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library, `transformers` and its hf_pgen siblings (relative imports).
+"""
 
 from __future__ import annotations
 
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
@@ -88,6 +93,13 @@ class PointerGeneratorConfig(PreTrainedConfig):
             `run_translation --glossary_augmentation`, which trains the model to read it; the processor and the
             pipeline apply it to every `glossary=` call. `None`: the model was not trained with an annotation, and
             glossary terms are placed (`glossary_mode="guarantee"`) without one.
+
+    Raises:
+        ValueError: when the base is not an encoder-decoder, or has separate source and target vocabularies (a copied
+            source id would name another target token); when a setting lies outside its range (`pointer`,
+            `force_p_gen`, `coverage_weight`, `label_smoothing`, the cross-attention pointer's `pointer_layer` and
+            `pointer_heads`), or `glossary_annotation` is not a format string holding `{target}` once (a non-string
+            one raises `TypeError`). Each message names the value and the fix.
     """
 
     model_type = "pointer_generator"
@@ -147,8 +159,8 @@ class PointerGeneratorConfig(PreTrainedConfig):
         self.custom_pipelines = _without_installed_pipelines(getattr(self, "custom_pipelines", None))
 
     def _check_cross_attention_pointer(self) -> None:
-        layers = _first_int(self.base_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers")
-        heads = _first_int(self.base_config, "decoder_attention_heads", "num_heads", "num_attention_heads")
+        layers = first_int(self.base_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers")
+        heads = first_int(self.base_config, "decoder_attention_heads", "num_heads", "num_attention_heads")
         if layers is not None and not -layers <= self.pointer_layer < layers:
             raise ValueError(
                 f"pointer_layer={self.pointer_layer} does not name a decoder layer: the base has {layers} "
@@ -225,6 +237,13 @@ def is_pointer_generator(model_or_config) -> bool:
     """Whether `model_or_config` has the copy head: a `PointerGeneratorConfig`, a model whose config is one, or a
     PEFT model around such a model. A plain base (BART, Marian, ...) gives False.
 
+    Args:
+        model_or_config (`PreTrainedModel`, `PeftModel` or `PreTrainedConfig`):
+            What to ask about; anything else (None, a string) gives False.
+
+    Returns:
+        `bool`: whether its config's `model_type` is `"pointer_generator"`.
+
     >>> is_pointer_generator(PointerGeneratorForConditionalGeneration.from_base(base))
     True
     >>> is_pointer_generator(base), is_pointer_generator(base.config)
@@ -237,13 +256,62 @@ def is_pointer_generator(model_or_config) -> bool:
     return getattr(config, "model_type", None) == PointerGeneratorConfig.model_type
 
 
-def _first_int(config: PreTrainedConfig, *names: str) -> int | None:
+def first_int(config: PreTrainedConfig, *names: str) -> int | None:
     """The first of `config`'s attributes `names` that holds a positive int (configs name one size differently)."""
     for name in names:
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
             return value
     return None
+
+
+# How long a sequence is taken to be allowed where neither the config nor the tokenizer says (T5's relative positions
+# with a tokenizer that states no limit): T5's own training length, and what Transformers 4's pipelines cut to.
+DEFAULT_MAX_POSITIONS = 512
+# PreTrainedTokenizerBase's model_max_length when the checkpoint states none (transformers' VERY_LARGE_INTEGER).
+_NO_TOKENIZER_LIMIT = 1_000_000
+
+
+def max_source_positions(
+    config: PreTrainedConfig, tokenizer: Any = None, *, default: int | None = DEFAULT_MAX_POSITIONS
+) -> int | None:
+    """How many source tokens the model's encoder takes: the one rule the model, the pipeline and the scripts share.
+
+    The rule: the positions the config states (`max_source_positions`, else `max_position_embeddings`, else
+    `n_positions`), capped by the tokenizer's `model_max_length` where the tokenizer states one; the tokenizer's alone
+    where the config states none (relative positions: T5); else `default`.
+
+    Args:
+        config (`PreTrainedConfig`):
+            A base model's config, or a `PointerGeneratorConfig` (its `base_config` is read).
+        tokenizer (`PreTrainedTokenizerBase`, *optional*):
+            The model's tokenizer; its `model_max_length` caps the limit when it states one.
+        default (`int`, *optional*, defaults to `DEFAULT_MAX_POSITIONS`, 512):
+            What to return where neither states a limit. `None` tells a caller that nothing bounds the length (a
+            check that refuses too long inputs then has nothing to refuse).
+
+    Returns:
+        `int` (or `default`): the number of source positions.
+    """
+    return _max_positions(config, tokenizer, "max_source_positions", default)
+
+
+def max_target_positions(
+    config: PreTrainedConfig, tokenizer: Any = None, *, default: int | None = DEFAULT_MAX_POSITIONS
+) -> int | None:
+    """How many target tokens the model's decoder takes (labels and generated ids): `max_source_positions`' rule, its
+    arguments and its return value, with `max_target_positions` read first."""
+    return _max_positions(config, tokenizer, "max_target_positions", default)
+
+
+def _max_positions(config: PreTrainedConfig, tokenizer: Any, side: str, default: int | None) -> int | None:
+    config = getattr(config, "base_config", None) or config
+    limits = [first_int(config, side, "max_position_embeddings", "n_positions")]
+    stated = getattr(tokenizer, "model_max_length", None)
+    if isinstance(stated, int) and 0 < stated < _NO_TOKENIZER_LIMIT:
+        limits.append(stated)
+    limits = [limit for limit in limits if limit]
+    return min(limits) if limits else default
 
 
 def _check_shared_vocabulary(base_config: PreTrainedConfig) -> None:
@@ -263,4 +331,10 @@ def _check_shared_vocabulary(base_config: PreTrainedConfig) -> None:
         )
 
 
-__all__ = ["PointerGeneratorConfig", "CUSTOM_PIPELINES", "is_pointer_generator"]
+__all__ = [
+    "PointerGeneratorConfig",
+    "CUSTOM_PIPELINES",
+    "is_pointer_generator",
+    "max_source_positions",
+    "max_target_positions",
+]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +10,7 @@ import torch
 from transformers import DataCollatorForSeq2Seq
 from transformers.utils import PaddingStrategy
 
-from .tokenization_pointer_generator import _DECODING_ONLY_KEYS
+from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS
 
 __all__ = ["DataCollatorForPointerGenerator"]
 
@@ -34,6 +33,19 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
     which its forward embeds as the unknown token), and this collator calls it when `model=` is given, as
     `DataCollatorForSeq2Seq` does.
 
+    Args:
+        tokenizer ([`PreTrainedTokenizerBase`]):
+            The tokenizer the features were encoded with; its pad id and `padding_side` pad `extended_input_ids` too.
+        model ([`PreTrainedModel`], *optional*), padding, max_length, pad_to_multiple_of, label_pad_token_id,
+        return_tensors (`"pt"` or `"np"`):
+            As for `DataCollatorForSeq2Seq`.
+
+    Raises:
+        ValueError: for an empty list of features, features without `input_ids`, an `extended_input_ids` row whose
+            length differs from its `input_ids`, rows of different lengths with `padding=False`, rows longer than
+            `max_length` with `padding="max_length"`, or a tokenizer without a pad token.
+        TypeError: for a feature that holds strings (a text column left in the dataset).
+
     ```python
     features = encode_with_oovs(tokenizer, sources, text_target=targets, vocab_size=model.config.vocab_size)
     collator = DataCollatorForPointerGenerator(tokenizer, model=model, pad_to_multiple_of=8)
@@ -41,18 +53,6 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
     loss = model(**batch).loss
     ```
     """
-
-    # Deprecated and unused: the model maps extended decoder inputs itself (see above).
-    vocab_size: int | None = None
-
-    def __post_init__(self):
-        if self.vocab_size is not None:
-            warnings.warn(
-                "DataCollatorForPointerGenerator(vocab_size=...) is deprecated and unused: the model embeds extended "
-                "decoder inputs as the unknown token itself. Drop the argument.",
-                FutureWarning,
-                stacklevel=3,
-            )
 
     def __call__(self, features: list[dict[str, Any]], return_tensors: str | None = None) -> dict[str, Any]:
         return_tensors = return_tensors or self.return_tensors
@@ -64,7 +64,7 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
         if "extended_input_ids" in features[0]:
             extended = [feature["extended_input_ids"] for feature in features]
         features = [
-            {key: value for key, value in feature.items() if key not in (*_DECODING_ONLY_KEYS, "extended_input_ids")}
+            {key: value for key, value in feature.items() if key not in (*DECODING_ONLY_KEYS, "extended_input_ids")}
             for feature in features
         ]
         self._check(features, extended)
@@ -94,7 +94,7 @@ class DataCollatorForPointerGenerator(DataCollatorForSeq2Seq):
             if isinstance(value, str) or (isinstance(value, (list, tuple)) and value and isinstance(value[0], str)):
                 raise TypeError(
                     f"Feature `{key}` holds strings; DataCollatorForPointerGenerator returns tensors only. Remove "
-                    f"that column (only {', '.join(_DECODING_ONLY_KEYS)} are dropped automatically)."
+                    f"that column (only {', '.join(DECODING_ONLY_KEYS)} are dropped automatically)."
                 )
         if "input_ids" not in features[0]:
             raise ValueError("Every feature needs `input_ids` (encode the sources with hf_pgen.encode_with_oovs).")

@@ -8,8 +8,8 @@
   produce) to as many occurrences in the output as the source has. `generate(oov_copy_limit=True)`, or
   `model.generation_config.oov_copy_limit = True` (saved with the model, so pipelines follow it), installs it.
 
-This file is saved next to the model as remote code: it imports only `torch`, `transformers` and its hf_pgen
-siblings (relative imports; not the modeling module, which imports this one).
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`,
+`transformers` and its hf_pgen siblings (relative imports; not the modeling module, which imports this one).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from .logits_process_pointer_generator import (
     _protection_processors,
     _warn_missing_spans,
 )
-from .mixture_pointer_generator import _COPY_MASS_FLOOR, _pad_with_impossible_slots, num_oov_slots
+from .mixture_pointer_generator import COPY_MASS_FLOOR, count_oov_slots, pad_with_impossible_slots
 from .modeling_outputs_pointer_generator import PointerGeneratorGenerateBeamOutput, PointerGeneratorGenerateOutput
 from .protection_pointer_generator import PROTECTED_SPANS_KEY
-from .tokenization_pointer_generator import _DECODING_ONLY_KEYS  # generate() drops them: `model.generate(**batch)`
+from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS  # generate() drops them
 
 OOV_COPY_LIMIT_KEY = "oov_copy_limit"
 
@@ -56,7 +56,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
     def __init__(self, *caches):
         super().__init__(*caches)
         self.coverage_history: torch.Tensor | None = None  # (B, T_done, S)
-        self.num_extended_slots: int | None = None
+        self.num_oov_slots: int | None = None
         self.source_first_occurrence: torch.Tensor | None = None  # (B, S)
         self.source_padding: torch.Tensor | None = None  # (B, 1, S) bool: True where a row has no source token
         # The dedicated pointer's keys: the encoder states, one per source (B / r, S, D_enc); and its `decoding_query`.
@@ -117,7 +117,7 @@ class PointerGeneratorCache(EncoderDecoderCache):
 
     def reset(self):
         super().reset()
-        self.coverage_history = self.num_extended_slots = self.pointer_query = None
+        self.coverage_history = self.num_oov_slots = self.pointer_query = None
         self.rows_per_source = 1
         for name in self._SOURCE_STATE:
             setattr(self, name, None)
@@ -147,7 +147,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         sequences after decoding, so every decoding strategy gets exactly the values behind its own outputs, and
         decoding itself costs nothing more.
         """
-        for key in _DECODING_ONLY_KEYS:
+        for key in DECODING_ONLY_KEYS:
             kwargs.pop(key, None)
         output_copy_info = bool(kwargs.pop("output_copy_info", False))
         if output_copy_info:
@@ -219,7 +219,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         source = rows(extended_ids)  # (R, S)
 
         vocab_size = self.config.vocab_size
-        width = vocab_size + max(num_oov_slots(extended_ids, vocab_size), kwargs.get("min_oov_slots") or 0)
+        width = vocab_size + max(count_oov_slots(extended_ids, vocab_size), kwargs.get("min_oov_slots") or 0)
         chunk = max(1, _COPY_INFO_CHUNK_FLOATS // max(1, sequences.shape[1] * width))  # bounds the (r, L, V + N)
         steps = slice(prompt_len - 1, None)  # the decoder positions that produced the generated tokens
         p_gen, attention, share = [], [], []
@@ -252,7 +252,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
                 copy_p = torch.zeros_like(copy_p)  # copying off: the output is the base's own
             p_gen.append(switch)
             attention.append(pointer)
-            share.append((copy_p / log_p.exp().clamp_min(_COPY_MASS_FLOOR)).clamp(0.0, 1.0))
+            share.append((copy_p / log_p.exp().clamp_min(COPY_MASS_FLOOR)).clamp(0.0, 1.0))
         p_gen, attention, share = torch.cat(p_gen), torch.cat(attention), torch.cat(share)
 
         # Positions after a sequence's end hold padding, not decisions.
@@ -277,7 +277,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
             # Prompt lookup checks candidates against logits processors on a dummy score row as wide as the
             # vocabulary; a copied (extended) id in the output must fit in it too.
             if source_ids is not None:
-                generator.vocab_size = self.config.vocab_size + num_oov_slots(source_ids, self.config.vocab_size)
+                generator.vocab_size = self.config.vocab_size + count_oov_slots(source_ids, self.config.vocab_size)
         if isinstance(generator, AssistedCandidateGenerator):
             self._fit_assistant(generator, call["input_ids"], source_ids)
         return generator
@@ -313,14 +313,14 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         assistant_kwargs.pop("extended_input_ids", None)
         width = self.config.vocab_size
         if source_ids is not None:
-            width += num_oov_slots(source_ids, self.config.vocab_size)
+            width += count_oov_slots(source_ids, self.config.vocab_size)
         draft = generator.get_candidates
 
         def get_candidates(input_ids, *args, **kwargs):
             candidates, logits = draft(self._to_base_vocabulary(input_ids), *args, **kwargs)
             candidates = torch.cat([input_ids.to(candidates.device), candidates[:, input_ids.shape[1] :]], dim=1)
             if logits is not None and logits.shape[-1] < width:  # sampling compares them with this model's scores
-                logits = _pad_with_impossible_slots(logits, width - logits.shape[-1])
+                logits = pad_with_impossible_slots(logits, width - logits.shape[-1])
             return candidates, logits
 
         generator.get_candidates = get_candidates
@@ -362,10 +362,10 @@ def _slots_spelled(protected_spans: Any, vocab_size: int) -> int:
     return max(top + 1 - vocab_size, 0)
 
 
-def _slot_counts(ids: torch.Tensor, vocab_size: int, num_slots: int) -> torch.Tensor:
+def _slot_occurrences(ids: torch.Tensor, vocab_size: int, num_oov_slots: int) -> torch.Tensor:
     """How often each extended slot occurs in each row: (R, L) ids -> (R, N) counts. Vocabulary ids count nowhere."""
-    bucket = (ids - vocab_size + 1).clamp(0, num_slots)  # (R, L): 0 for vocabulary ids, k + 1 for slot k
-    counts = torch.zeros(ids.shape[0], num_slots + 1, dtype=torch.long, device=ids.device)
+    bucket = (ids - vocab_size + 1).clamp(0, num_oov_slots)  # (R, L): 0 for vocabulary ids, k + 1 for slot k
+    counts = torch.zeros(ids.shape[0], num_oov_slots + 1, dtype=torch.long, device=ids.device)
     return counts.scatter_add_(1, bucket, torch.ones_like(bucket))[:, 1:]  # (R, N)
 
 
@@ -384,6 +384,9 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
         vocab_size (`int`):
             The model's vocabulary size V (extended slots start there).
 
+    Raises:
+        ValueError: from a call whose number of score rows is not a multiple of the number of sources.
+
     Examples:
 
     ```python
@@ -395,12 +398,12 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
 
     def __init__(self, extended_input_ids: torch.Tensor, vocab_size: int) -> None:
         self.vocab_size = vocab_size
-        self.num_slots = num_oov_slots(extended_input_ids, vocab_size)
-        self.source_counts = _slot_counts(extended_input_ids, vocab_size, self.num_slots)  # (B, N)
+        self.num_oov_slots = count_oov_slots(extended_input_ids, vocab_size)
+        self.source_counts = _slot_occurrences(extended_input_ids, vocab_size, self.num_oov_slots)  # (B, N)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """input_ids (R, L) the outputs so far, scores (R, V + N) -> (R, V + N)."""
-        width = min(self.num_slots, scores.shape[-1] - self.vocab_size)
+        width = min(self.num_oov_slots, scores.shape[-1] - self.vocab_size)
         if width <= 0:
             return scores  # nothing to copy, or copying switched off (scores as wide as the vocabulary)
         rows, sources = input_ids.shape[0], self.source_counts.shape[0]
@@ -410,7 +413,7 @@ class OOVCopyLimitLogitsProcessor(LogitsProcessor):
                 "the same number of consecutive rows (num_beams x num_return_sequences)."
             )
         allowed = self.source_counts.to(input_ids.device).repeat_interleave(rows // sources, dim=0)  # (R, N)
-        used = _slot_counts(input_ids, self.vocab_size, self.num_slots)  # (R, N)
+        used = _slot_occurrences(input_ids, self.vocab_size, self.num_oov_slots)  # (R, N)
         exhausted = (used >= allowed)[:, :width]  # (R, N')
         # Only the N slot columns can change: one copy of the scores, no (R, V + N) mask.
         limited = scores.clone()

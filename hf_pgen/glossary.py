@@ -43,7 +43,8 @@ Entries of a per-input glossary (the list form) that apply nowhere in their inpu
 said they apply there. A term base shared by every input mostly does not apply to a given text, which is normal.
 
 This file is saved next to the model as remote code: it imports only the standard library and its hf_pgen
-siblings (relative imports).
+siblings (relative imports), and, where inflected forms are matched, `lemminflect` (inside a `try`: optional for a
+saved folder, a clear error naming the install where it is missing).
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The pointer-generator's input checks: what `forward` and `generate()` refuse, each error naming the cell, the value
-and the fix (kept apart from the model so that its file holds the layers and the forward pass)."""
+and the fix (kept apart from the model so that its file holds the layers and the forward pass).
+
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`.
+"""
 
 from __future__ import annotations
 
@@ -57,18 +60,18 @@ def check_labels(config, labels: torch.Tensor, source_ids: torch.Tensor) -> None
         )
 
 
-def check_trainer_label_smoothing(config, source_ids: torch.Tensor, num_slots: int) -> None:
+def check_trainer_label_smoothing(config, source_ids: torch.Tensor, num_oov_slots: int) -> None:
     """That a loss the Trainer computes from the logits is finite: every row of extended source ids (B, S) holds all
-    `num_slots` of the batch's out-of-vocabulary slots.
+    `num_oov_slots` of the batch's out-of-vocabulary slots.
 
     The Trainer calls forward without labels but with num_items_in_batch only when it computes the loss itself from
     the logits (label_smoothing_factor, compute_loss_func). Its LabelSmoother averages -log p over every column, and a
     row that lacks some of the batch's slots has p = 0 there: the loss would be inf (logged as 0).
     """
-    if num_slots == 0:
+    if num_oov_slots == 0:
         return
     slots_per_row = (source_ids.max(-1).values + 1 - config.vocab_size).clamp_min(0)  # (B,)
-    if bool((slots_per_row < num_slots).any()):
+    if bool((slots_per_row < num_oov_slots).any()):
         raise ValueError(
             "Seq2SeqTrainer computes this loss from the logits (label_smoothing_factor > 0 or compute_loss_func), "
             "but the pointer-generator's logits give probability 0 to out-of-vocabulary slots an example lacks, so "

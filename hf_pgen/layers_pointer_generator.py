@@ -5,7 +5,7 @@ switch (`CopySwitch`), and the two copy aids, CopyNet's selective read (`Selecti
 Shapes: B = batch, T = target positions in this call, S = source positions, A = pointer attention width, E = decoder
 input embedding width, D_enc / D_dec = encoder / decoder hidden sizes.
 
-This file is saved next to the model as remote code: it imports only `torch`.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`.
 """
 
 from __future__ import annotations

@@ -5,15 +5,11 @@ placeholders, HTML tags and URLs. `extract_placeholders` finds them; `placeholde
 whether outputs keep exactly the source's multiset of them; `oov_copy_rate` scores whether words outside the
 tokenizer's vocabulary (which only a copy mechanism can produce) reach the output when the reference has them.
 
-Only the standard library is needed. `sacrebleu` is imported by `corpus_bleu` / `corpus_chrf` when
-called, and `evaluate` (with `datasets`) only when one of the `evaluate.Metric` wrappers is accessed:
+Only the standard library is needed; `sacrebleu` is imported by `corpus_bleu` / `corpus_chrf` when called:
 
 >>> from hf_pgen import metrics
 >>> metrics.placeholder_preservation(["Delete %(name)s?"], ["%(name)s löschen?"])
 1.0
->>> metric = metrics.PlaceholderPreservation()     # an evaluate.Metric, built offline (no Hub download)
->>> metric.compute(sources=["<b>%d</b> items"], predictions=["<b>%d</b> Einträge"])
-{'placeholder_preservation': 1.0, 'placeholder_examples': 1}
 
 Empty aggregates (no source with a placeholder, no copyable OOV word) are `nan`.
 """
@@ -23,6 +19,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+
+# The grammar lives in hf_pgen.placeholders (standard library only), shared with protected decoding: one pattern.
+from .deprecation import renamed_keywords
+from .placeholders import PLACEHOLDER_PATTERN, extract_placeholders
 
 __all__ = [
     "PLACEHOLDER_PATTERN",
@@ -34,26 +34,7 @@ __all__ = [
     "corpus_bleu",
     "corpus_chrf",
     "translation_metrics",
-    # evaluate.Metric wrappers, built lazily (module __getattr__):
-    "PlaceholderPreservation",
-    "OOVCopyRate",
-    "SacreBLEU",
-    "ChrF",
 ]
-
-# The grammar lives in hf_pgen.placeholders (standard library only), shared with protected decoding: one pattern.
-try:
-    from .placeholders import PLACEHOLDER_PATTERN, extract_placeholders
-except ImportError:  # this file loaded on its own, outside the package: its sibling sits next to it
-    import importlib.util as _importlib_util
-    import os as _os
-
-    _spec = _importlib_util.spec_from_file_location(
-        "_hf_pgen_placeholders", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "placeholders.py")
-    )
-    _placeholders = _importlib_util.module_from_spec(_spec)
-    _spec.loader.exec_module(_placeholders)
-    PLACEHOLDER_PATTERN, extract_placeholders = _placeholders.PLACEHOLDER_PATTERN, _placeholders.extract_placeholders
 
 
 def placeholders_preserved(source: str, prediction: str) -> bool | None:
@@ -75,8 +56,9 @@ def placeholder_preservation(sources: Sequence[str], predictions: Sequence[str])
     return sum(verdicts) / len(verdicts) if verdicts else math.nan
 
 
+@renamed_keywords(oov_words_per_example="oov_words")
 def oov_copy_rate(
-    oov_words_per_example: Sequence[Sequence[str] | None],
+    oov_words: Sequence[Sequence[str] | None],
     references: Sequence[str],
     predictions: Sequence[str],
 ) -> float:
@@ -86,9 +68,9 @@ def oov_copy_rate(
     surface strings carry, is stripped) is copyable when the reference contains it (substring test); it is copied
     when the prediction contains it too. Each distinct word counts once per example. `nan` when no word is copyable.
     """
-    _check_lengths(oov_words_per_example=oov_words_per_example, references=references, predictions=predictions)
+    _check_lengths(oov_words=oov_words, references=references, predictions=predictions)
     copyable = copied = 0
-    for words, reference, prediction in zip(oov_words_per_example, references, predictions):
+    for words, reference, prediction in zip(oov_words, references, predictions):
         for word in {w.strip() for w in (words or ()) if w and w.strip()}:
             if word in reference:
                 copyable += 1
@@ -132,11 +114,12 @@ def corpus_chrf(predictions: Sequence[str], references: Sequence[str], **kwargs)
     return float(sacrebleu.corpus_chrf(list(predictions), [list(references)], **kwargs).score)
 
 
+@renamed_keywords(oov_words_per_example="oov_words")
 def translation_metrics(
     sources: Sequence[str] | None,
     predictions: Sequence[str],
     references: Sequence[str],
-    oov_words_per_example: Sequence[Sequence[str] | None] | None = None,
+    oov_words: Sequence[Sequence[str] | None] | None = None,
 ) -> dict[str, float]:
     """All of the above in one dict: bleu, chrf, placeholder_preservation (with `sources`) and oov_copy_rate (with
     OOV tables). How hf_pgen scores a system everywhere: `build_compute_metrics` and the main job call this."""
@@ -146,8 +129,8 @@ def translation_metrics(
     }
     if sources is not None:
         results["placeholder_preservation"] = placeholder_preservation(sources, predictions)
-    if oov_words_per_example is not None:
-        results["oov_copy_rate"] = oov_copy_rate(oov_words_per_example, references, predictions)
+    if oov_words is not None:
+        results["oov_copy_rate"] = oov_copy_rate(oov_words, references, predictions)
     return results
 
 
@@ -155,171 +138,3 @@ def _check_lengths(**columns: Sequence) -> None:
     lengths = {name: len(column) for name, column in columns.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"All inputs need one entry per example, got lengths {lengths}.")
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# evaluate.Metric wrappers: `evaluate.load("sacrebleu")` downloads a script from the Hub; these work offline.
-# ---------------------------------------------------------------------------------------------------------------------
-
-_WRAPPERS: dict[str, type] = {}
-
-
-def _build_wrappers() -> dict[str, type]:
-    if _WRAPPERS:
-        return _WRAPPERS
-    import datasets
-    import evaluate
-
-    string = datasets.Value("string")
-
-    class PlaceholderPreservation(evaluate.Metric):
-        """`placeholder_preservation` as an `evaluate.Metric`: inputs `sources`, `predictions`."""
-
-        def _info(self):
-            return evaluate.MetricInfo(
-                description=placeholder_preservation.__doc__,
-                citation="",
-                features=datasets.Features({"sources": string, "predictions": string}),
-                module_name="placeholder_preservation",
-            )
-
-        def _compute(self, sources, predictions):
-            eligible = sum(1 for s in sources if extract_placeholders(s))
-            return {
-                "placeholder_preservation": placeholder_preservation(sources, predictions),
-                "placeholder_examples": eligible,
-            }
-
-    class OOVCopyRate(evaluate.Metric):
-        """`oov_copy_rate` as an `evaluate.Metric`: inputs `oov_words` (list of str per example), `references`,
-        `predictions`."""
-
-        def _info(self):
-            return evaluate.MetricInfo(
-                description=oov_copy_rate.__doc__,
-                citation="",
-                features=datasets.Features(
-                    {"oov_words": datasets.Sequence(string), "references": string, "predictions": string}
-                ),
-                module_name="oov_copy_rate",
-            )
-
-        def _compute(self, oov_words, references, predictions):
-            return {"oov_copy_rate": oov_copy_rate(oov_words, references, predictions)}
-
-    # evaluate's "sacrebleu" and "chrf" take one reference string per prediction, or a list of them (the same number
-    # for every prediction); so do these, with the same keyword arguments and result keys.
-    one_or_more_references = [
-        datasets.Features({"predictions": string, "references": datasets.Sequence(string, id="sequence")}),
-        datasets.Features({"predictions": string, "references": string}),
-    ]
-
-    def reference_streams(references) -> list[list[str]]:
-        """sacrebleu's layout: one list per reference position, each holding that reference of every prediction."""
-        references = [[r] if isinstance(r, str) else list(r) for r in references]
-        counts = {len(r) for r in references}
-        if len(counts) > 1:
-            raise ValueError("sacrebleu requires the same number of references for each prediction.")
-        per_prediction = counts.pop() if counts else 1
-        return [[refs[i] for refs in references] for i in range(per_prediction)]
-
-    class SacreBLEU(evaluate.Metric):
-        """Corpus sacreBLEU through the `sacrebleu` package, a drop-in for `evaluate.load("sacrebleu")`: references
-        are one string or a list of strings per prediction; `smooth_method`, `smooth_value`, `force`, `lowercase`,
-        `tokenize` and `use_effective_order` as there; returns score, counts, totals, precisions, bp, sys_len,
-        ref_len."""
-
-        def _info(self):
-            return evaluate.MetricInfo(
-                description=self.__doc__,
-                citation="Post, 2018. A Call for Clarity in Reporting BLEU Scores.",
-                features=one_or_more_references,
-                module_name="sacrebleu",
-            )
-
-        def _compute(
-            self,
-            predictions,
-            references,
-            smooth_method="exp",
-            smooth_value=None,
-            force=False,
-            lowercase=False,
-            tokenize=None,
-            use_effective_order=False,
-        ):
-            import sacrebleu
-
-            kwargs = {} if tokenize is None else {"tokenize": tokenize}
-            result = sacrebleu.corpus_bleu(
-                list(predictions),
-                reference_streams(references),
-                smooth_method=smooth_method,
-                smooth_value=smooth_value,
-                force=force,
-                lowercase=lowercase,
-                use_effective_order=use_effective_order,
-                **kwargs,
-            )
-            return {
-                "score": float(result.score),
-                "counts": list(result.counts),
-                "totals": list(result.totals),
-                "precisions": list(result.precisions),
-                "bp": float(result.bp),
-                "sys_len": result.sys_len,
-                "ref_len": result.ref_len,
-            }
-
-    class ChrF(evaluate.Metric):
-        """Corpus chrF (chrF++ with `word_order=2`) through the `sacrebleu` package, a drop-in for
-        `evaluate.load("chrf")`: `char_order`, `word_order`, `beta`, `lowercase`, `whitespace`, `eps_smoothing` as
-        there; returns score, char_order, word_order, beta."""
-
-        def _info(self):
-            return evaluate.MetricInfo(
-                description=self.__doc__,
-                citation="Popović, 2015. chrF: character n-gram F-score for automatic MT evaluation.",
-                features=one_or_more_references,
-                module_name="chrf",
-            )
-
-        def _compute(
-            self,
-            predictions,
-            references,
-            char_order=6,
-            word_order=0,
-            beta=2,
-            lowercase=False,
-            whitespace=False,
-            eps_smoothing=False,
-        ):
-            from sacrebleu.metrics import CHRF
-
-            chrf = CHRF(
-                char_order=char_order,
-                word_order=word_order,
-                beta=beta,
-                lowercase=lowercase,
-                whitespace=whitespace,
-                eps_smoothing=eps_smoothing,
-            )
-            score = chrf.corpus_score(list(predictions), reference_streams(references))
-            return {
-                "score": float(score.score),
-                "char_order": score.char_order,
-                "word_order": score.word_order,
-                "beta": score.beta,
-            }
-
-    for cls in (PlaceholderPreservation, OOVCopyRate, SacreBLEU, ChrF):
-        cls.__module__ = __name__
-        _WRAPPERS[cls.__name__] = cls
-    return _WRAPPERS
-
-
-def __getattr__(name: str):
-    if name in ("PlaceholderPreservation", "OOVCopyRate", "SacreBLEU", "ChrF"):
-        return _build_wrappers()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,7 @@ generation and evaluation (every id of the extended vocabulary).
 Shapes: B = batch, T = target positions, S = source positions, V = base vocabulary (output width), N = extended
 (copy-only) slots in the batch.
 
-This file is saved next to the model as remote code: it imports only `torch`.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 # The smallest copy mass a log is taken of: a word the pointer gives no attention gets log(1e-30), not -inf, so that
 # the mixture's gradient stays finite.
-_COPY_MASS_FLOOR = 1e-30
+COPY_MASS_FLOOR = 1e-30
 
 
 def mix_log_probs(log_p_vocab: torch.Tensor, log_copy_mass: torch.Tensor, switch_logit: torch.Tensor) -> torch.Tensor:
@@ -43,7 +43,7 @@ def _log_add(generated: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
 def _log_copy_mass(copy_mass: torch.Tensor) -> torch.Tensor:
     # The floor keeps log finite (and its gradient free of inf * 0) for a source word that receives no attention;
     # it adds at most S * 1e-30 to a distribution.
-    return copy_mass.clamp_min(_COPY_MASS_FLOOR).log()
+    return copy_mass.clamp_min(COPY_MASS_FLOOR).log()
 
 
 def gold_log_probs(
@@ -107,7 +107,7 @@ def smoothed_log_probs(
     log_p_at_source = torch.where(
         in_vocab.unsqueeze(1), logits.gather(-1, source_ids) - log_normalizer, -torch.inf
     )  # (B, T, S)
-    word_mass = _word_mass(pointer_attention.float(), source_first_occurrence)  # (B, T, S)
+    word_mass = source_word_mass(pointer_attention.float(), source_first_occurrence)  # (B, T, S)
     mixed_at_source = mix_log_probs(log_p_at_source, _log_copy_mass(word_mass), switch_logit.float().unsqueeze(-1))
     first_in_vocab = (is_first & in_vocab).unsqueeze(1)  # (B, 1, S)
     # Words of the vocabulary that are not in the source: generated only.
@@ -123,16 +123,16 @@ def smoothed_log_probs(
     return total / num_classes
 
 
-def num_oov_slots(extended_input_ids: torch.Tensor, vocab_size: int) -> int:
+def count_oov_slots(extended_input_ids: torch.Tensor, vocab_size: int) -> int:
     """Extended slots a batch spans: the logits' width is vocab_size + this. One device sync."""
     return max(int(extended_input_ids.max()) + 1 - vocab_size, 0)
 
 
-def vocabulary_log_probs(vocab_logits: torch.Tensor, num_extended_slots: int) -> torch.Tensor:
+def vocabulary_log_probs(vocab_logits: torch.Tensor, num_oov_slots: int) -> torch.Tensor:
     """log P_vocab over the extended vocabulary: (B, T, V) raw logits -> (B, T, V + N) float32, -inf on the N slots."""
     logits = vocab_logits.float()
-    if num_extended_slots:
-        logits = _pad_with_impossible_slots(logits, num_extended_slots)  # (B, T, V + N)
+    if num_oov_slots:
+        logits = pad_with_impossible_slots(logits, num_oov_slots)  # (B, T, V + N)
     return F.log_softmax(logits, dim=-1)
 
 
@@ -140,7 +140,7 @@ def mix_vocab_logits(
     vocab_logits: torch.Tensor,
     extended_input_ids: torch.Tensor,
     copy_side: tuple[torch.Tensor, torch.Tensor],
-    num_extended_slots: int,
+    num_oov_slots: int,
     logits_are_scratch: bool = False,
 ) -> torch.Tensor:
     """Raw LM-head logits (B, T, V) and `copy_side_of_mixture`'s terms -> the mixture (B, T, V + N) float32.
@@ -152,16 +152,16 @@ def mix_vocab_logits(
     """
     with_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (vocab_logits, *copy_side))
     if with_grad:
-        return mix_copy_side(vocabulary_log_probs(vocab_logits, num_extended_slots), extended_input_ids, copy_side)
+        return mix_copy_side(vocabulary_log_probs(vocab_logits, num_oov_slots), extended_input_ids, copy_side)
     log_p_gen, copied = copy_side  # (B, T, 1), (B, T, S)
     logits = vocab_logits.float()  # a copy unless float32 already
     if logits is vocab_logits and not logits_are_scratch:
         log_p_vocab = F.log_softmax(logits, dim=-1)
     else:
         log_p_vocab = torch.log_softmax(logits, dim=-1, out=logits)  # (B, T, V)
-    if num_extended_slots:
+    if num_oov_slots:
         vocab_size = log_p_vocab.shape[-1]
-        generated = log_p_vocab.new_empty(*log_p_vocab.shape[:-1], vocab_size + num_extended_slots)  # (B, T, V + N)
+        generated = log_p_vocab.new_empty(*log_p_vocab.shape[:-1], vocab_size + num_oov_slots)  # (B, T, V + N)
         torch.add(log_p_vocab, log_p_gen, out=generated[..., :vocab_size])
         generated[..., vocab_size:] = -torch.inf
     else:
@@ -180,7 +180,7 @@ def copy_side_of_mixture(
     Separate from `mix_copy_side` so that generation can compute it before the base's LM head runs (see
     `PointerGeneratorForConditionalGeneration._copy_step_after_decoder`).
     """
-    word_mass = _word_mass(pointer_attention, source_first_occurrence)  # (B, T, S)
+    word_mass = source_word_mass(pointer_attention, source_first_occurrence)  # (B, T, S)
     return F.logsigmoid(switch_logit), F.logsigmoid(-switch_logit) + _log_copy_mass(word_mass)
 
 
@@ -217,10 +217,10 @@ def _mix_at_source_ids(generated: torch.Tensor, extended_input_ids: torch.Tensor
     return generated.scatter_(-1, source_ids, mixed_at_source)
 
 
-def _pad_with_impossible_slots(logits: torch.Tensor, num_slots: int) -> torch.Tensor:
-    """(..., V) -> (..., V + num_slots), the new slots at -inf. One write of the result, where F.pad fills it with
+def pad_with_impossible_slots(logits: torch.Tensor, num_oov_slots: int) -> torch.Tensor:
+    """(..., V) -> (..., V + num_oov_slots), the new slots at -inf. One write of the result, where F.pad fills it with
     the value first and then copies the logits over it."""
-    return torch.cat([logits, logits.new_full((*logits.shape[:-1], num_slots), -torch.inf)], dim=-1)
+    return torch.cat([logits, logits.new_full((*logits.shape[:-1], num_oov_slots), -torch.inf)], dim=-1)
 
 
 def first_occurrence(extended_input_ids: torch.Tensor) -> torch.Tensor:
@@ -238,7 +238,7 @@ def first_occurrence(extended_input_ids: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(order).scatter_(-1, order, first_of_sorted)  # (B, S), in original order
 
 
-def _rows_per_source(encoder_states: torch.Tensor, attention_mask: torch.Tensor | None) -> int:
+def repeated_source_rows(encoder_states: torch.Tensor, attention_mask: torch.Tensor | None) -> int:
     """r such that rows come in runs of r identical sources (beam search and num_return_sequences repeat each source
     r times), read off the rows themselves; 1 when they are not grouped. Once per generation.
 
@@ -261,7 +261,7 @@ def _rows_per_source(encoder_states: torch.Tensor, attention_mask: torch.Tensor 
     return run
 
 
-def _word_mass(pointer_attention: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+def source_word_mass(pointer_attention: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
     """Attention summed over every source position holding the same word, read back at each position: (B, T, S).
 
     `first` is `first_occurrence(extended_input_ids)`: a scatter_add over S slots, O(B T S).

@@ -13,8 +13,9 @@ Hub metadata (pipeline tag, `library_name: transformers`, tags, base model, lang
 trained when the caller says so (`training_details`), the limitations. `model_card.md` at the top of the repository is
 a card rendered from it.
 
-This module may be saved next to a model and imported by its code: it imports only the standard library, torch,
-transformers, huggingface_hub (which renders with Jinja2, a dependency of torch) and its sibling modules.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`; the model's push_to_hub imports
+it): it imports only the standard library, torch, transformers, huggingface_hub (which renders with Jinja2, a dependency
+of torch) and its sibling modules.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """What the pointer-generator's forward and generate() return: the base's output classes plus the copy decisions.
 
-This file is saved next to the model as remote code: it imports only `torch` and `transformers`.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch` and
+`transformers`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,17 @@ class PointerGeneratorSeq2SeqLMOutput(Seq2SeqLMOutput):
     over the copy slots. With labels in evaluation mode (the Trainer's evaluate/predict) they are padded with -inf to a
     fixed width, vocab_size + the base's longest source, so that batches concatenate.
 
-    Extra fields (with `output_pointer=True`): `p_gen` (B, T), `pointer_attentions` (B, T, S); `coverage_loss` when
-    coverage is on and labels are given.
+    Args:
+        p_gen (`torch.FloatTensor` of shape `(B, T)`, *optional*):
+            The copy switch per target position (1 = generate from the vocabulary, 0 = copy); with
+            `output_pointer=True`.
+        pointer_attentions (`torch.FloatTensor` of shape `(B, T, S)`, *optional*):
+            The pointer's distribution over source positions; with `output_pointer=True`.
+        coverage_loss (`torch.FloatTensor`, *optional*):
+            The coverage term, normalised as the loss is (`loss` holds `coverage_weight` times it), when coverage is
+            on and labels are given.
+        loss, logits, past_key_values, ... :
+            As `Seq2SeqLMOutput`'s (`logits` as above).
     """
 
     p_gen: torch.FloatTensor | None = None
@@ -34,13 +44,20 @@ class PointerGeneratorGenerateOutput(GenerateEncoderDecoderOutput):
     """What `generate(..., return_dict_in_generate=True, output_copy_info=True)` returns for greedy search and
     sampling: `GenerateEncoderDecoderOutput` plus the copy decisions behind each returned sequence.
 
-    Extra fields, for the G = sequences.shape[1] - (decoder prompt length) generated positions, aligned with
-    `sequences[:, -G:]` (and with `scores`); NaN / 0 after a sequence ended:
-        p_gen (num_sequences, G): the copy switch (1 = generate from the vocabulary, 0 = copy).
-        pointer_attentions (num_sequences, G, S): the pointer's distribution over source positions.
-        copy_shares (num_sequences, G): the share of the chosen token's probability that came from copying,
+    The copy fields cover the G = sequences.shape[1] - (decoder prompt length) generated positions, aligned with
+    `sequences[:, -G:]` (and with `scores`), NaN / 0 after a sequence ended. They are those of a teacher-forced
+    forward of the returned sequences (`forward(output_pointer=True)`).
+
+    Args:
+        p_gen (`torch.FloatTensor` of shape `(num_sequences, G)`):
+            The copy switch (1 = generate from the vocabulary, 0 = copy).
+        pointer_attentions (`torch.FloatTensor` of shape `(num_sequences, G, S)`):
+            The pointer's distribution over source positions.
+        copy_shares (`torch.FloatTensor` of shape `(num_sequences, G)`):
+            The share of the chosen token's probability that came from copying,
             (1 - p_gen) * sum_{i: x_i = w} a_i / P(w).
-    They are those of a teacher-forced forward of the returned sequences (`forward(output_pointer=True)`).
+        sequences, scores, ... :
+            As `GenerateEncoderDecoderOutput`'s.
     """
 
     p_gen: torch.FloatTensor | None = None
@@ -50,8 +67,15 @@ class PointerGeneratorGenerateOutput(GenerateEncoderDecoderOutput):
 
 @dataclass
 class PointerGeneratorGenerateBeamOutput(GenerateBeamEncoderDecoderOutput):
-    """`GenerateBeamEncoderDecoderOutput` plus the copy decisions of each returned hypothesis (beam search): the
-    fields of `PointerGeneratorGenerateOutput`, aligned with `sequences` (hypotheses as the beams returned them)."""
+    """`GenerateBeamEncoderDecoderOutput` plus the copy decisions of each returned hypothesis (beam search), aligned
+    with `sequences` (hypotheses as the beams returned them).
+
+    Args:
+        p_gen, pointer_attentions, copy_shares:
+            As [`PointerGeneratorGenerateOutput`]'s, per returned hypothesis.
+        sequences, sequences_scores, beam_indices, ... :
+            As `GenerateBeamEncoderDecoderOutput`'s.
+    """
 
     p_gen: torch.FloatTensor | None = None
     pointer_attentions: torch.FloatTensor | None = None

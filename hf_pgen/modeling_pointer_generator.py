@@ -13,6 +13,9 @@ This file wires the copy layers to a base: the model, its decoder hooks and its 
 (`layers_pointer_generator.py`), the mixture (`mixture_pointer_generator.py`), the cache and `generate()`
 (`generation_pointer_generator.py`), the input checks (`input_checks_pointer_generator.py`), the output classes
 (`modeling_outputs_pointer_generator.py`).
+
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only `torch`,
+`transformers` and its hf_pgen siblings (relative imports).
 """
 
 from __future__ import annotations
@@ -31,33 +34,55 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import logging
 
-from .configuration_pointer_generator import CUSTOM_PIPELINES, PointerGeneratorConfig, _first_int
+from .configuration_pointer_generator import (
+    CUSTOM_PIPELINES,
+    PointerGeneratorConfig,
+    first_int,
+    max_source_positions,
+    max_target_positions,
+)
 from .generation_pointer_generator import OOV_COPY_LIMIT_KEY, PointerGeneratorCache, PointerGeneratorGenerationMixin
 from .input_checks_pointer_generator import check_labels, check_source_ids, check_trainer_label_smoothing
 from .layers_pointer_generator import CopyNext, CopySwitch, PointerAttention, SelectiveRead
 from .mixture_pointer_generator import (
-    _pad_with_impossible_slots,
-    _rows_per_source,
     copy_side_of_mixture,
+    count_oov_slots,
     first_occurrence,
     gold_log_probs,
     mix_vocab_logits,
-    num_oov_slots,
+    pad_with_impossible_slots,
+    repeated_source_rows,
     smoothed_log_probs,
 )
 from .modeling_outputs_pointer_generator import PointerGeneratorSeq2SeqLMOutput
-from .tokenization_pointer_generator import _DECODING_ONLY_KEYS  # forward drops them, as generate() does
+from .tokenization_encode_pointer_generator import DECODING_ONLY_KEYS  # forward drops them, as generate() does
 
 logger = logging.get_logger(__name__)
+
+# Modules a saved folder holds only because this file imports them: save_pretrained copies the model's module and
+# every module it imports relatively, read from the source text (function bodies included). Nothing else reaches the
+# pipeline (which the folder's custom_pipelines names) or the model card (which push_to_hub renders), so the imports
+# inside save_pretrained and push_to_hub are declarations, not leftovers: deleting one breaks every saved folder.
+# tests/test_modeling.py (test_a_saved_folder_holds_exactly_the_modules_saved_with_the_model) checks both.
+COPIED_BY_IMPORT = ("pipeline_pointer_generator", "modelcard")
 
 # 5.24 renamed the cache argument and output field from `past_key_values` to `cache`; support both releases.
 _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
 
-# Longest source assumed for bases without position limits (T5): it fixes the width of evaluation logits.
-_DEFAULT_MAX_SOURCE_POSITIONS = 512
-
 
 class PointerGeneratorPreTrainedModel(PreTrainedModel):
+    r"""
+    The base class of pointer-generator models: `PreTrainedModel` with [`PointerGeneratorConfig`], the wrapped model
+    under `base` (`base_model_prefix`), and the initialisation of the copy layers (the switch starts at
+    `p_gen_bias_init`, the copy aids at zero, so that a freshly wrapped base generates what it generated before).
+
+    Args:
+        config ([`PointerGeneratorConfig`]):
+            The base's config and the copy settings. Initialising from a config builds fresh weights; load trained
+            ones with `from_pretrained`, or wrap a trained base with
+            `PointerGeneratorForConditionalGeneration.from_base`.
+    """
+
     config_class = PointerGeneratorConfig
     base_model_prefix = "base"
     supports_gradient_checkpointing = True
@@ -126,6 +151,19 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
     A pointer-generator around an encoder-decoder: the base's weights are reused unchanged; a copy switch and (by
     default) a dedicated pointer attention are added.
 
+    Args:
+        config ([`PointerGeneratorConfig`]):
+            The base's config and the copy settings.
+        base_model ([`PreTrainedModel`], *optional*):
+            The encoder-decoder to wrap (an `AutoModelForSeq2SeqLM` model of `config.base_config`). Default: one built
+            from `config.base_config` with fresh weights (`from_pretrained` then loads the saved ones). To wrap a
+            trained base use `from_base`, which also carries its generation settings over.
+
+    Raises:
+        ValueError: from `from_base`, for a model that is not an encoder-decoder; from `forward` and `generate()`,
+            for inputs that do not fit (ids outside the vocabulary, `extended_input_ids` that disagree with
+            `input_ids`, labels naming a slot their source lacks), each message naming the cell and the fix.
+
     ```python
     >>> import hf_pgen
     >>> from transformers import AutoModelForSeq2SeqLM
@@ -176,6 +214,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 `AutoModelForSeq2SeqLM.from_pretrained(base_model_or_path, **base_model_kwargs)`.
             copy_settings: fields of [`PointerGeneratorConfig`] (`pointer`, `coverage`, `coverage_weight`,
                 `force_p_gen`, `p_gen_bias_init`, `unk_token_id`, ...).
+
+        Returns:
+            `PointerGeneratorForConditionalGeneration`: on the base's device and dtype, with a copy of its generation
+            config (a `max_length` from the decoder's positions where the base saved none).
+
+        Raises:
+            ValueError: when the base is not an encoder-decoder, or a copy setting is refused by the config.
         """
         if isinstance(base_model_or_path, str):
             base_model = AutoModelForSeq2SeqLM.from_pretrained(base_model_or_path, **(base_model_kwargs or {}))
@@ -208,7 +253,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         if model.generation_config.max_length in (None, 20) and model.generation_config.max_new_tokens is None:
             # Without a saved length generate() stops at Transformers' default of 20 tokens; bases with learned
             # positions can go as far as their decoder reaches (Marian checkpoints save exactly this).
-            positions = _first_int(base_model.config, "max_target_positions", "max_position_embeddings")
+            positions = max_target_positions(base_model.config, default=None)
             if positions:
                 model.generation_config.max_length = positions
         return model
@@ -253,7 +298,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """As `PreTrainedModel.save_pretrained`, and the folder serves `pipeline("translation" | "summarization" |
         "text2text-generation", model=folder, trust_remote_code=True)`: Transformers 5 removed those tasks, a folder's
         `custom_pipelines` brings them back. The pipeline module is copied beside the model code by this import."""
-        from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline  # noqa: F401  (copied at save time)
+        from .pipeline_pointer_generator import PointerGeneratorText2TextPipeline  # noqa: F401  (COPIED_BY_IMPORT)
 
         if not getattr(self.config, "custom_pipelines", None):
             self.config.custom_pipelines = copy.deepcopy(CUSTOM_PIPELINES)
@@ -267,7 +312,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         """As `PreTrainedModel.push_to_hub`; a repository without a model card gets hf_pgen's (pipeline tag, tags,
         base model, usage snippets that run with and without hf_pgen, copy settings, limitations) instead of
         Transformers' empty template. An existing card is kept (and tagged)."""
-        from .modelcard import hub_has_model_card, push_model_card
+        from .modelcard import hub_has_model_card, push_model_card  # also COPIED_BY_IMPORT
 
         token = kwargs.get("token")
         had_card = hub_has_model_card(repo_id, token=token)
@@ -365,11 +410,11 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         mixture = None
         if mixed_source is not None:
             # Everything of the mixture that does not need the vocabulary logits, computed before the LM head.
-            num_slots, first = self._source_layout(mixed_source, cache, min_oov_slots)
+            num_oov_slots, first = self._source_layout(mixed_source, cache, min_oov_slots)
             copy_side = None  # copying switched off: the base's own logits
             if self.config.force_p_gen != 1.0:
                 copy_side = copy_side_of_mixture(pointer_attention, switch_logit, first)
-            mixture = (num_slots, copy_side)
+            mixture = (num_oov_slots, copy_side)
         self._copy_step.outputs = (pointer_attention, coverage_before, switch_logit, mixture)
 
     def _selective_read_before_decoder(self, module, args, kwargs):
@@ -459,7 +504,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             `logits` (B, T, V + N): log-probabilities of the final distribution (N = extended slots in the batch).
             When training with labels they are not built (None): the loss only needs the gold ids.
         """
-        for key in _DECODING_ONLY_KEYS:  # a processor batch goes in as is, as for generate()
+        for key in DECODING_ONLY_KEYS:  # a processor batch goes in as is, as for generate()
             kwargs.pop(key, None)
         config = self.config
         return_dict = return_dict if return_dict is not None else config.return_dict
@@ -468,8 +513,8 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         cache = cache if cache is not None else past_key_values
         source_ids = extended_input_ids if extended_input_ids is not None else input_ids
         # A later decoding step: the cache holds the source's layout, filled by a call that checked this source.
-        num_slots_known = cache.num_extended_slots if isinstance(cache, PointerGeneratorCache) else None
-        if num_slots_known is None:
+        num_oov_slots_known = cache.num_oov_slots if isinstance(cache, PointerGeneratorCache) else None
+        if num_oov_slots_known is None:
             check_source_ids(config, input_ids, extended_input_ids)  # three device syncs: not at every step
         if source_ids is None:
             raise ValueError(
@@ -488,7 +533,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                     "labels), not decoder_inputs_embeds."
                 )
             extended_decoder_ids = decoder_input_ids
-        if decoder_input_ids is not None and num_slots_known != 0:  # sources without OOV words cannot feed one back
+        if decoder_input_ids is not None and num_oov_slots_known != 0:  # sources without OOV words cannot feed one back
             decoder_input_ids = self._to_base_vocabulary(decoder_input_ids)
 
         use_cache = use_cache if use_cache is not None else config.base_config.use_cache
@@ -563,18 +608,18 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
                 coverage_loss = per_step[gold_mask].sum() / denominator
                 loss = loss + config.coverage_weight * coverage_loss
         if build_logits:
-            num_slots, copy_side = mixture
+            num_oov_slots, copy_side = mixture
             if copy_side is None:
                 # Copying switched off: the base's own logits, so that every generate() option (repetition
                 # penalties included) sees exactly what it sees on the base.
-                logits = _pad_with_impossible_slots(vocab_logits, num_slots) if num_slots else vocab_logits
+                logits = pad_with_impossible_slots(vocab_logits, num_oov_slots) if num_oov_slots else vocab_logits
             else:
                 # The base's logits are not returned: normalise them in place.
-                logits = mix_vocab_logits(vocab_logits, source_ids, copy_side, num_slots, logits_are_scratch=True)
+                logits = mix_vocab_logits(vocab_logits, source_ids, copy_side, num_oov_slots, logits_are_scratch=True)
             if labels is not None:
                 logits = self._pad_to_evaluation_width(logits)
             elif self.training and num_items_in_batch is not None:
-                check_trainer_label_smoothing(self.config, source_ids, num_slots)
+                check_trainer_label_smoothing(self.config, source_ids, num_oov_slots)
 
         output = PointerGeneratorSeq2SeqLMOutput(
             loss=loss,
@@ -607,7 +652,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             if padding is not None and not bool(padding.any()):
                 padding = None  # nothing to mask at any step of this generation (one device sync, here only)
             if self.pointer is not None:
-                rows_per_source = _rows_per_source(encoder_states, attention_mask)
+                rows_per_source = repeated_source_rows(encoder_states, attention_mask)
         sources = encoder_states[::rows_per_source]  # (B / r, S, D_enc)
         keys = query = None
         if self.pointer is not None:
@@ -660,31 +705,23 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
     def _source_layout(self, source_ids: torch.Tensor, cache, min_oov_slots: int = 0) -> tuple[int, torch.Tensor]:
         # The logits' width and the grouping of repeated source words are fixed for a whole generation: computed at
         # the first step (the width needs a device sync) and kept in the cache.
-        if isinstance(cache, PointerGeneratorCache) and cache.num_extended_slots is not None:
-            return cache.num_extended_slots, cache.source_first_occurrence
-        width = max(num_oov_slots(source_ids, self.config.vocab_size), min_oov_slots)
+        if isinstance(cache, PointerGeneratorCache) and cache.num_oov_slots is not None:
+            return cache.num_oov_slots, cache.source_first_occurrence
+        width = max(count_oov_slots(source_ids, self.config.vocab_size), min_oov_slots)
         layout = width, first_occurrence(source_ids)
         if isinstance(cache, PointerGeneratorCache):
-            cache.num_extended_slots, cache.source_first_occurrence = layout
+            cache.num_oov_slots, cache.source_first_occurrence = layout
         return layout
-
-    def _max_source_positions(self) -> int:
-        base = self.config.base_config
-        return (
-            getattr(base, "max_position_embeddings", None)
-            or getattr(base, "n_positions", None)
-            or (_DEFAULT_MAX_SOURCE_POSITIONS)
-        )
 
     def _pad_to_evaluation_width(self, logits: torch.Tensor) -> torch.Tensor:
         # The Trainer concatenates evaluation logits across batches, which needs one width: every batch gets the
         # widest the model can produce, one slot per source position.
-        width = self.config.vocab_size + self._max_source_positions()
+        width = self.config.vocab_size + max_source_positions(self.config)
         if logits.shape[-1] > width:
             raise ValueError(
                 f"This evaluation batch has {logits.shape[-1] - self.config.vocab_size} out-of-vocabulary slots, more "
-                f"than the {self._max_source_positions()} source positions the evaluation logits are padded to. "
-                "Truncate sources to the model's max_position_embeddings (or n_positions) when encoding."
+                f"than the {max_source_positions(self.config)} source positions the evaluation logits are padded to. "
+                "Truncate sources to hf_pgen.configuration_pointer_generator.max_source_positions(config) when encoding."
             )
         return F.pad(logits, (0, width - logits.shape[-1]), value=-torch.inf)
 
@@ -701,7 +738,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
 
 
 def _hidden_size(config, side: str) -> int:
-    size = _first_int(config, f"{side}_hidden_size", "d_model", "hidden_size")
+    size = first_int(config, f"{side}_hidden_size", "d_model", "hidden_size")
     if size is None:
         raise ValueError(f"Cannot find the {side} hidden size in {type(config).__name__}.")
     return size

@@ -17,7 +17,7 @@ pipeline("translation_en_to_de", model=t5)     # T5's task prefix from task_spec
 Each example is encoded by `PointerGeneratorProcessor` with its own OOV table, which travels with it through
 batching; copied words are decoded back to their source text. A plain base is encoded and decoded as v4 did.
 
-How the tasks come back (`_register_pipeline_tasks`, called once by `import hf_pgen`):
+How the tasks come back (`register_pipeline_tasks`, called once by `import hf_pgen`):
 
 - `PIPELINE_REGISTRY.register_pipeline` (public API) registers `PointerGeneratorText2TextPipeline` for the three tasks.
 - Registering is not enough: `pipeline()` rejects a task listed in `transformers.pipelines.REMOVED_TASKS` before it
@@ -34,6 +34,10 @@ tasks through its `config.custom_pipelines` with `trust_remote_code=True`.
 With hf_pgen imported, `pipeline(task, model=folder)` on a saved pointer-generator folder runs this installed class
 (not the folder's copy, which may be older) and needs no `trust_remote_code` once the loaded config no longer lists
 the folder's own copy in `custom_pipelines` (see `PointerGeneratorConfig`).
+
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library, `torch`, `transformers` and its hf_pgen siblings (relative imports; `import hf_pgen` above is in the example
+only).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ import torch
 from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
-from .configuration_pointer_generator import _first_int, is_pointer_generator
+from .configuration_pointer_generator import is_pointer_generator, max_source_positions, max_target_positions
 from .glossary import apply_glossaries, glossaries_for, term_base_summary, unapplied_entries, unapplied_message
 from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
@@ -56,15 +60,12 @@ from .protection_pointer_generator import (
     _check_protect,
     _warn_missing_literals,
 )
-from .tokenization_pointer_generator import _continues_previous, _tokenizer_width
+from .tokenization_encode_pointer_generator import continues_previous, tokenizer_width
 
 logger = logging.get_logger(__name__)
 
 # task -> v4's `return_name`: outputs are `{return_name}_text` and, with return_tensors=True, `{return_name}_token_ids`.
 _RETURN_NAMES = {"translation": "translation", "summarization": "summary", "text2text-generation": "generated"}
-
-# Longest source / output assumed for bases without position limits (T5) and a tokenizer without a real limit.
-_DEFAULT_MAX_LENGTH = 512
 
 
 class PointerGeneratorText2TextPipeline(Pipeline):
@@ -78,20 +79,32 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     pipe(["Delete %(name)s?", "Open Nakamura-Øresund"], num_beams=4, batch_size=2)
     ```
 
+    Args:
+        model ([`PreTrainedModel`]):
+            A pointer-generator, or any encoder-decoder loaded with `AutoModelForSeq2SeqLM` (served as v4 served it).
+        tokenizer ([`PreTrainedTokenizerBase`]):
+            Its tokenizer.
+        task (`str`, defaults to `"translation"`):
+            `"translation"`, `"translation_xx_to_yy"`, `"summarization"` or `"text2text-generation"`: the outputs'
+            key (`translation_text`, `summary_text`, `generated_text`) and the `task_specific_params` entry read.
+        **kwargs:
+            The other arguments of `transformers.Pipeline` (`device`, `batch_size`, generation defaults, ...).
+
     Inputs: a string (returns a list of dicts, as v4 did), a list or tuple of strings (one dict per input, or one list
     of `num_return_sequences` dicts per input), or a stream for `batch_size` batching: a generator, a
     `KeyDataset(dataset, "column")`, any torch `Dataset` of strings (an iterator of per-input lists is returned, as
-    v4 did). A non-string input raises a `ValueError` naming its index; a blank one gives `""`.
+    v4 did). A blank input gives `""`.
 
     Call arguments (as v4):
     - `max_length` / `max_new_tokens` and every other `generate()` keyword (`num_beams`, `num_return_sequences`,
       `do_sample`, ...). When neither the call nor the model's generation config sets a length, the output may be as
-      long as the decoder's positions allow (`max_position_embeddings`), not the 20 tokens `generate()` defaults to.
+      long as the decoder takes (`max_target_positions` of `hf_pgen.configuration_pointer_generator`: the config's
+      positions, capped by `tokenizer.model_max_length`), not the 20 tokens `generate()` defaults to.
     - `prefix`: prepended to every input. Defaults to the base's `task_specific_params` prefix for the task (looked up
       as "translation_en_to_de", then "translation"), e.g. T5's "translate English to German: "; the other entries
       there (`num_beams`, `max_length`, ...) become generation defaults, as in v4.
-    - `truncation`: sources longer than the model takes (the smaller of the encoder's positions and
-      `tokenizer.model_max_length`) are truncated, with a warning naming the input; `truncation=True` truncates
+    - `truncation`: sources longer than the model takes (`max_source_positions`: the smaller of the encoder's positions
+      and `tokenizer.model_max_length`) are truncated, with a warning naming the input; `truncation=True` truncates
       without the warning, `truncation=False` never truncates.
     - `return_tensors=True`: adds `{task}_token_ids` (e.g. `translation_token_ids`; ids >= `vocab_size` are copied
       words); the text is then left out unless `return_text=True`. `return_text=False` drops the text.
@@ -115,6 +128,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
       when copying gave at least half of its probability; else None), `attention` (the pointer over
       `source_tokens`), `protected`) and `protected_spans`. `hf_pgen.visualize.to_html(records, "copies.html")`
       draws them.
+
+    Raises:
+        ValueError: at construction, for a task it does not serve, a model that is not an encoder-decoder or a missing
+            tokenizer; at a call, for an input that is not a string (naming its index), options a plain base cannot
+            serve (`return_copy_info=True`, `protect="oov"`), a bad `protect=` pattern, a list of glossaries for a
+            stream, or a `tgt_lang` the tokenizer does not know.
     """
 
     _load_processor = False
@@ -142,7 +161,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         # past the tokenizer's ids will do (M2M100's language codes lie beyond len(tokenizer)).
         vocab_size = self.model.config.vocab_size
         if not self._copies:
-            vocab_size = max(vocab_size, _tokenizer_width(self.tokenizer))
+            vocab_size = max(vocab_size, tokenizer_width(self.tokenizer))
         self._processor = PointerGeneratorProcessor(
             self.tokenizer,
             vocab_size=vocab_size,
@@ -341,10 +360,10 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Protected literal", category=UserWarning)
             if truncation is False:
-                encoding, table, spacing = self._encode(encoded, truncation=False, **protection)
+                encoding, oov_words, spacing = self._encode(encoded, truncation=False, **protection)
             else:
-                limit = self._max_source_length()
-                encoding, table, spacing = self._encode(
+                limit = max_source_positions(self.model.config, self.tokenizer)
+                encoding, oov_words, spacing = self._encode(
                     encoded,
                     truncation=True if truncation is None else truncation,
                     max_length=limit,
@@ -361,7 +380,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 )
         keys = ("input_ids", "attention_mask", "extended_input_ids")
         model_inputs = {key: encoding[key] for key in keys if key in encoding}  # (1, S) each
-        model_inputs["oov_words"] = table  # a tuple: batching gathers one per example (see _one_table_per_example)
+        model_inputs["oov_words"] = oov_words  # a tuple: batching gathers one per example (see _one_table_per_example)
         model_inputs["oov_spacing"] = spacing  # the same
         model_inputs["is_blank"] = torch.tensor([not text.strip()])
         if PROTECTED_SPANS_KEY in encoding:
@@ -435,8 +454,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
     ) -> list[dict[str, Any]]:
         output_ids = model_outputs["output_ids"][0]  # (k, L): one input's num_return_sequences outputs
         # Unbatched from a batch, the entry is this input's table (a tuple); from a batch of one, a list of one table.
-        tables, spacings = model_outputs["oov_words"], model_outputs["oov_spacing"]
-        table = list(tables if isinstance(tables, tuple) else tables[0])
+        gathered, spacings = model_outputs["oov_words"], model_outputs["oov_spacing"]
+        oov_words = list(gathered if isinstance(gathered, tuple) else gathered[0])
         spacing = list(spacings if isinstance(spacings, tuple) else spacings[0])
         if return_text is None:
             return_text = not return_tensors  # v4: return_tensors=True alone gives the ids only
@@ -446,7 +465,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if blank:
                 texts = [""] * output_ids.shape[0]  # nothing to translate: no hallucinated output
             else:
-                texts = self._decode(output_ids, table, spacing, clean_up_tokenization_spaces)
+                texts = self._decode(output_ids, oov_words, spacing, clean_up_tokenization_spaces)
         records = []
         for j, (ids, text) in enumerate(zip(output_ids, texts)):
             record = {}
@@ -456,7 +475,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 record[f"{self.return_name}_token_ids"] = ids
             if return_copy_info:
                 record.update(
-                    self._copy_record(model_outputs, j, ids, table, spacing, clean_up_tokenization_spaces, blank)
+                    self._copy_record(model_outputs, j, ids, oov_words, spacing, clean_up_tokenization_spaces, blank)
                 )
             records.append(record)
         return records
@@ -477,7 +496,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         for position, (start, end) in enumerate(offsets):
             if end > start:
                 limit = next(following)
-                while end < limit and _continues_previous(source[end]):
+                while end < limit and continues_previous(source[end]):
                     end += 1
                 offsets[position] = (start, end)
         tokens = []
@@ -502,7 +521,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         model_outputs: dict[str, Any],
         j: int,
         ids: torch.Tensor,
-        table: list[str],
+        oov_words: list[str],
         spacing: list[dict[str, Any]],
         clean_up: bool,
         blank: bool,
@@ -527,7 +546,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 continue
             # Each token's text is what it adds to the decoded prefix, so the texts join to the translation.
             text = self._processor.decode(
-                generated[: t + 1], table, clean_up_tokenization_spaces=clean_up, oov_spacing=spacing
+                generated[: t + 1], oov_words, clean_up_tokenization_spaces=clean_up, oov_spacing=spacing
             )
             common = len(previous) if text.startswith(previous) else _trim_to_common_prefix(tokens, previous, text)
             share = float(shares[t])
@@ -567,13 +586,13 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         return encoding, tuple(encoding["oov_words"][0]), tuple(encoding["oov_spacing"][0])
 
     def _decode(
-        self, output_ids: torch.Tensor, table: list[str], spacing: list[dict[str, Any]], clean_up: bool
+        self, output_ids: torch.Tensor, oov_words: list[str], spacing: list[dict[str, Any]], clean_up: bool
     ) -> list[str]:
         """Decode (k, L) outputs of one input; its table (and its spacing records) serve all k."""
         if self._copies:
             return self._processor.batch_decode(
                 output_ids,
-                [table],
+                [oov_words],
                 skip_special_tokens=True,
                 clean_up_tokenization_spaces=clean_up,
                 oov_spacing=[spacing],
@@ -604,22 +623,6 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             return pairs[0], params[pairs[0]]
         return self.task, {}
 
-    def _max_source_length(self) -> int:
-        limits = [getattr(self._base_config(), "max_position_embeddings", None)]
-        model_max = getattr(self.tokenizer, "model_max_length", None)
-        limits.append(model_max if model_max and model_max < 1_000_000 else None)
-        limits = [limit for limit in limits if limit]
-        return min(limits) if limits else _DEFAULT_MAX_LENGTH
-
-    def _max_output_length(self) -> int:
-        """The most tokens the decoder can take: its positions (T5 has no such limit: the tokenizer's, or 512)."""
-        config = self._base_config()
-        limit = _first_int(config, "max_target_positions", "max_position_embeddings")  # as from_base reads it
-        if limit:
-            return limit
-        model_max = getattr(self.tokenizer, "model_max_length", None)
-        return model_max if model_max and model_max < 1_000_000 else _DEFAULT_MAX_LENGTH
-
     def _length_defaults(self, generate_kwargs: dict[str, Any], input_ids: torch.Tensor) -> dict[str, Any]:
         """`max_new_tokens` for generate() when nothing sets a length, and v4's warning for a short `max_length`."""
         # As _prepare_generate_kwargs merges them: a call's generation_config replaces the init's parameters.
@@ -631,7 +634,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             # generate() would stop at 20 tokens (its model-agnostic default), cutting most real outputs short.
             # Stopping at EOS, the output may be as long as the decoder's positions allow; one limit per model
             # (not per source) keeps batched outputs equal to one-by-one ones.
-            return {"max_new_tokens": self._max_output_length()}
+            return {"max_new_tokens": max_target_positions(self.model.config, self.tokenizer)}
         if self._base_task == "translation" and "max_new_tokens" not in lengths:
             input_length = input_ids.shape[1]
             if input_length > 0.9 * lengths["max_length"]:
@@ -750,7 +753,7 @@ def _languages(task: str) -> tuple[str, str] | None:
 # -- registration with transformers.pipeline (see the module docstring) --------------------------------------------
 
 
-def _register_pipeline_tasks() -> None:
+def register_pipeline_tasks() -> None:
     """Serve the three tasks from `transformers.pipeline` in this Python. Idempotent; `import hf_pgen` calls it."""
     from transformers import AutoModelForSeq2SeqLM
     from transformers import pipelines as transformers_pipelines

@@ -4,14 +4,15 @@ Software messages carry tokens that a translation must reproduce verbatim: print
 placeholders, HTML tags and URLs. `extract_placeholders` lists them (what `hf_pgen.metrics` scores);
 `placeholder_spans` gives where they stand in the text (what `protect="placeholders"` protects).
 
-This file is saved next to the model as remote code: it imports only the standard library.
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["PLACEHOLDER_PATTERN", "extract_placeholders", "placeholder_spans"]
+__all__ = ["PLACEHOLDER_PATTERN", "PLACEHOLDER_STARTS", "extract_placeholders", "placeholder_spans"]
 
 _ICU_SIMPLE_TYPES = r"(?:number|integer|date|time|datetime|spellout|ordinal|duration)"
 _ICU_COMPLEX_TYPES = r"(?:plural|selectordinal|select|choice)"
@@ -58,17 +59,21 @@ PLACEHOLDER_PATTERN = re.compile(
 # a name (dollar), "%(" and a name, closed or not, then flags, width and precision (pynamed), or flags, an argument
 # number, width, precision and length (printf, positional). A text that begins with "%" and is not one of these ends
 # every placeholder begun at its "%" within it: nothing appended can complete one there (protected decoding skips it).
-_PERCENT_PREFIX = re.compile(r"%(?:\{[\w.\-]*|\([^()\s]*(?:\)[-#0+'\d*.]*)?|[\d$\-#0+'*.hlLqjztI]*)")
+PERCENT_PREFIX = re.compile(r"%(?:\{[\w.\-]*|\([^()\s]*(?:\)[-#0+'\d*.]*)?|[\d$\-#0+'*.hlLqjztI]*)")
 # ICU plural/select/...: "{count, plural, one {# item} other {# items}}". The head "{count, plural," must survive;
 # the sub-messages are translated text that may hold placeholders of their own.
 _ICU_COMPLEX_HEAD = re.compile(r"\{\s*([A-Za-z_0-9][\w.]*)\s*,\s*(" + _ICU_COMPLEX_TYPES + r")\s*,")
 
-# Every placeholder (and ICU head) starts with one of "%{<$#" or is a URL, which starts with a scheme and "://" or with
-# "www.". The same pattern behind a lookahead for those starts finds the same matches, but the regex engine skips the
-# other positions at once instead of trying every alternative there (5x faster on a sentence; protected decoding
-# scans a vocabulary with it). A text without any of _MARKS holds no placeholder at all.
-_SCAN_PATTERN = re.compile(r"(?=[%{<$#]|(?:https?|ftp)://|www\.)(?:" + PLACEHOLDER_PATTERN.pattern + ")")
-_MARKS = ("%", "{", "<", "://", "www.")
+# What every placeholder of the grammar (and ICU head) begins with: one of "%{<$#", or a URL's scheme or "www.". The
+# first characters of PLACEHOLDER_PATTERN's alternatives, written out once (tests/test_metrics.py derives them from
+# the pattern itself); protected decoding and the training augmentation read where a placeholder may begin from it.
+PLACEHOLDER_STARTS = ("%", "{", "<", "$", "#", "https://", "http://", "ftp://", "www.")
+# The same pattern behind a lookahead for those starts finds the same matches, but the regex engine skips the other
+# positions at once instead of trying every alternative there (protected decoding scans a vocabulary with it). A
+# text that holds none of the starts holds no placeholder at all.
+_SCAN_PATTERN = re.compile(
+    "(?=" + "|".join(map(re.escape, PLACEHOLDER_STARTS)) + ")(?:" + PLACEHOLDER_PATTERN.pattern + ")"
+)
 
 
 def _scan(text: str, start: int, end: int, found: list[tuple[int, int, str]]) -> None:
@@ -124,15 +129,15 @@ def _extract(text: str, start: int, end: int, found: list[tuple[int, int, str]])
 
 def _placeholders(text: str) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
-    if any(mark in text for mark in _MARKS):
+    if any(start in text for start in PLACEHOLDER_STARTS):
         _extract(text, 0, len(text), found)
     return found
 
 
-def _placeholder_end_at_start(text: str) -> int | None:
+def placeholder_end_at_start(text: str) -> int | None:
     """Where the placeholder that `placeholder_spans` finds at position 0 of `text` ends (None: none starts
     there), without scanning the rest of the text: `(0, n) in placeholder_spans(text)` is
-    `_placeholder_end_at_start(text) == n`."""
+    `placeholder_end_at_start(text) == n`."""
     head = _ICU_COMPLEX_HEAD.search(text) if "{" in text else None
     if head is not None and head.start() == 0:
         return head.end()
@@ -161,3 +166,10 @@ def placeholder_spans(text: str) -> list[tuple[int, int]]:
     """Character spans `(start, end)` of `extract_placeholders`' placeholders in `text`, same order; the
     text there is the source's own (not whitespace-normalised). They never overlap."""
     return [(start, end) for start, end, _ in _placeholders(text)]
+
+
+# The names protection_pointer_generator and logits_process_pointer_generator (and their tests) import, until they
+# switch to the plain ones.
+_PERCENT_PREFIX = PERCENT_PREFIX
+_placeholder_end_at_start = placeholder_end_at_start
+_MARKS = PLACEHOLDER_STARTS

@@ -9,8 +9,8 @@ Transformers processor::
     ids = model.generate(**batch, num_beams=4, num_return_sequences=2)
     processor.batch_decode(ids, batch)                                 # copies spliced back in, tables repeated
 
-This file is saved next to the model as remote code: it imports only the standard library, `torch`,
-`transformers` and its hf_pgen siblings (relative imports).
+This file is saved next to the model as remote code (see `hf_pgen.SAVED_WITH_MODEL`): it imports only the standard
+library, `torch`, `transformers` and its hf_pgen siblings (relative imports).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from transformers import AutoConfig, AutoTokenizer, BatchEncoding, PreTrainedCon
 from transformers.utils import logging
 
 from .configuration_pointer_generator import PointerGeneratorConfig
+from .deprecation import renamed_keywords
 from .glossary import (
     GLOSSARY_MODES,
     apply_glossaries,
@@ -36,13 +37,8 @@ from .glossary import (
     unapplied_message,
 )
 from .protection_pointer_generator import _add_protected_spans, _VocabularyIndex
-from .tokenization_pointer_generator import (
-    _check_tokenizer,
-    _check_vocab_size,
-    batch_decode_with_oovs,
-    decode_with_oovs,
-    encode_with_oovs,
-)
+from .tokenization_decode_pointer_generator import batch_decode_with_oovs, decode_with_oovs
+from .tokenization_encode_pointer_generator import check_tokenizer, check_vocab_size, encode_with_oovs
 
 __all__ = ["PointerGeneratorProcessor"]
 
@@ -70,6 +66,11 @@ class PointerGeneratorProcessor:
         copies (`bool`, defaults to `True`):
             Whether the model has a copy head. The pipeline serves plain bases through this class too (`False`).
 
+    Raises:
+        TypeError: for a tokenizer that is neither fast nor a SentencePiece one, or a `vocab_size` that is not an int.
+        ValueError: for a `vocab_size` smaller than the tokenizer's ids (extended ids would collide with real ones),
+            or a `glossary_annotation` that is not a format string holding `{target}` once.
+
     Example:
 
     ```python
@@ -88,9 +89,9 @@ class PointerGeneratorProcessor:
         glossary_annotation: str | None = None,
         copies: bool = True,
     ) -> None:
-        _check_tokenizer(tokenizer)
+        check_tokenizer(tokenizer)
         self.tokenizer = tokenizer
-        self.vocab_size = _check_vocab_size(tokenizer, vocab_size)
+        self.vocab_size = check_vocab_size(tokenizer, vocab_size)
         self.glossary_annotation = None if glossary_annotation is None else check_annotation(glossary_annotation)
         self.copies = copies
 
@@ -299,88 +300,102 @@ class PointerGeneratorProcessor:
             oov_spacing=oov_spacing,
         )
 
+    @renamed_keywords(batch_or_tables="oov_words")
     def batch_decode(
         self,
         sequences: Sequence[Sequence[int]] | torch.Tensor,
-        batch_or_tables: Mapping[str, Any] | Sequence[Sequence[str] | None] | None = None,
+        oov_words: Mapping[str, Any] | Sequence[Sequence[str] | None] | None = None,
         skip_special_tokens: bool = True,
         clean_up_tokenization_spaces: bool | None = None,
         oov_spacing: Sequence[Sequence[Mapping[str, Any]]] | None = None,
     ) -> list[str]:
-        """Decode `(R, L)` generated ids with the OOV tables of the batch they came from.
+        """Decode `(R, L)` generated ids with the OOV words of the batch they came from.
 
         Args:
-            sequences: `model.generate(**batch, ...)` output (tensor or lists), `R` rows.
-            batch_or_tables: the processor's batch (its `oov_words` and `oov_spacing` are used) or the list of
-                per-example tables. With `R = k * len(tables)` rows (`num_return_sequences=k`), each table serves
-                its `k` consecutive rows, in generate()'s order. `None`: no example has OOV words.
-            oov_spacing: with a list of tables, their examples' spacing records (`batch["oov_spacing"]`,
+            sequences (`torch.Tensor` or lists of `int` of shape `(R, L)`):
+                `model.generate(**batch, ...)` output.
+            oov_words (`BatchEncoding` or `list[list[str] | None]`, *optional*):
+                The processor's batch the ids were generated from (its `oov_words` and `oov_spacing` are read), or
+                its `oov_words` (one list per example). With `R = k * B` rows for `B` examples
+                (`num_return_sequences=k`), each example's words serve its `k` consecutive rows, in generate()'s
+                order. `None`: no example has OOV words. Formerly `batch_or_tables=`.
+            skip_special_tokens, clean_up_tokenization_spaces:
+                As for `tokenizer.batch_decode`.
+            oov_spacing (`list[list[dict]]`, *optional*):
+                With a list of OOV words, their examples' spacing records (`batch["oov_spacing"]`,
                 `eval_pred.oov_spacing`), which space some copies as the source did; a batch brings its own.
+
+        Returns:
+            `list[str]`: one text per row, copies spliced back with the source's own text.
+
+        Raises:
+            KeyError: for a batch without `oov_words`.
+            ValueError: when `R` is not a multiple of the number of examples, or `oov_spacing` does not match.
         """
         if hasattr(sequences, "tolist"):
             sequences = sequences.tolist()
         sequences = list(sequences)
-        tables, spacing = _expand_tables(batch_or_tables, len(sequences), oov_spacing)
+        per_row, spacing = _oov_words_per_row(oov_words, len(sequences), oov_spacing)
         return batch_decode_with_oovs(
             self.tokenizer,
             sequences,
-            tables,
+            per_row,
             vocab_size=self.vocab_size,
             skip_special_tokens=skip_special_tokens,
             clean_up_tokenization_spaces=clean_up_tokenization_spaces,
-            oov_spacing_per_example=spacing,
+            oov_spacing=spacing,
         )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, tokenizer={self.tokenizer!r})"
 
 
-def _expand_tables(
-    batch_or_tables: Any, n_rows: int, oov_spacing: Any = None
+def _oov_words_per_row(
+    batch_or_oov_words: Any, n_rows: int, oov_spacing: Any = None
 ) -> tuple[list[Sequence[str] | None], list[Sequence[Mapping[str, Any]]] | None]:
-    """One OOV table per generated row, and its spacing records (`oov_spacing`, else the batch's, else None):
-    each example's repeated `n_rows // len(tables)` times."""
-    if batch_or_tables is None:
+    """One example's OOV words per generated row, and its spacing records (`oov_spacing`, else the batch's, else
+    None): each example's repeated `n_rows // B` times."""
+    if batch_or_oov_words is None:
         return [None] * n_rows, None
-    tables = batch_or_tables
-    if isinstance(batch_or_tables, Mapping):  # BatchEncoding or dict
-        if "oov_words" not in batch_or_tables:
+    oov_words = batch_or_oov_words
+    if isinstance(batch_or_oov_words, Mapping):  # BatchEncoding or dict
+        if "oov_words" not in batch_or_oov_words:
             raise KeyError(
                 "The batch has no 'oov_words': pass the processor's own output (processor(texts, ...)), or the list "
                 "of per-example OOV tables."
             )
-        tables = batch_or_tables["oov_words"]
+        oov_words = batch_or_oov_words["oov_words"]
         if oov_spacing is None:
-            oov_spacing = batch_or_tables.get("oov_spacing")
-    if isinstance(tables, str):
-        raise TypeError("batch_or_tables must be a batch or a list of per-example OOV tables, got a string.")
-    tables = list(tables)
-    single = bool(tables) and all(isinstance(t, str) for t in tables)
+            oov_spacing = batch_or_oov_words.get("oov_spacing")
+    if isinstance(oov_words, str):
+        raise TypeError("oov_words must be a batch or a list of per-example OOV tables, got a string.")
+    oov_words = list(oov_words)
+    single = bool(oov_words) and all(isinstance(word, str) for word in oov_words)
     if single:
-        tables = [tables]  # one un-batched example's table
+        oov_words = [oov_words]  # one un-batched example's table
     records = None
     if oov_spacing is not None:
         records = [list(oov_spacing)] if single else list(oov_spacing)
-        if len(records) != len(tables) or any(len(r or ()) != len(t or ()) for r, t in zip(records, tables)):
+        if len(records) != len(oov_words) or any(len(r or ()) != len(w or ()) for r, w in zip(records, oov_words)):
             raise ValueError(
-                f"oov_spacing does not match the OOV tables ({len(records)} example(s) for {len(tables)}; one record "
-                "per word): pass the oov_spacing of the same batch as the tables (batch['oov_spacing'], "
+                f"oov_spacing does not match the OOV tables ({len(records)} example(s) for {len(oov_words)}; one "
+                "record per word): pass the oov_spacing of the same batch as the tables (batch['oov_spacing'], "
                 "eval_pred.oov_spacing)."
             )
-    if not tables:
+    if not oov_words:
         if n_rows == 0:
             return [], records
         raise ValueError(f"Got {n_rows} sequences but no OOV table; pass the batch the ids were generated from.")
-    if n_rows % len(tables):
+    if n_rows % len(oov_words):
         raise ValueError(
-            f"Got {n_rows} sequences for {len(tables)} OOV tables: the number of rows must be a multiple of the number "
-            "of examples (num_return_sequences=k gives k rows per example). Pass the batch the ids were generated "
-            "from."
+            f"Got {n_rows} sequences for {len(oov_words)} OOV tables: the number of rows must be a multiple of the "
+            "number of examples (num_return_sequences=k gives k rows per example). Pass the batch the ids were "
+            "generated from."
         )
-    repeat = n_rows // len(tables)
+    repeat = n_rows // len(oov_words)
     if records is not None:
         records = [record for record in records for _ in range(repeat)]
-    return [table for table in tables for _ in range(repeat)], records
+    return [words for words in oov_words for _ in range(repeat)], records
 
 
 def _model_width(path: str | os.PathLike, **hub_kwargs: Any) -> tuple[int, str | None]:

@@ -127,7 +127,8 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from .placeholders import _placeholder_end_at_start, placeholder_spans
-from .tokenization_pointer_generator import _copy_starts_word, _decoder_layout, decode_with_oovs, encode_with_oovs
+from .tokenization_decode_pointer_generator import copy_starts_word, decode_with_oovs, decoder_layout
+from .tokenization_encode_pointer_generator import encode_with_oovs
 
 __all__ = ["find_protected_spans", "PROTECTED_SPANS_KEY"]
 
@@ -182,9 +183,22 @@ def _check_protect(protect: Any) -> Any:
 def find_protected_spans(text: str, protect: Any) -> list[tuple[int, int]]:
     """Character spans `(start, end)` of `text` to protect, in order.
 
-    `protect`: `"placeholders"` (the project's placeholder grammar, `hf_pgen.placeholders`), a regular expression
-    (str or compiled; its non-empty matches), or a list of literal strings (every occurrence). `"oov"` is token-level
-    and handled by the processor. Raises `ValueError` for overlapping spans (two literals that overlap in the text).
+    Args:
+        text (`str`): the source text.
+        protect (`str`, `re.Pattern` or list of `str`): `"placeholders"` (the project's placeholder grammar,
+            `hf_pgen.placeholders`), a regular expression (str or compiled; its non-empty matches), or a list of
+            literal strings (every occurrence). `"oov"` is token-level: the processor handles it.
+
+    Raises:
+        `ValueError`: for `protect="oov"`, an empty or invalid pattern or literal, or spans that overlap (two
+            literals that overlap in the text). `TypeError`: for a `protect` of another type.
+
+    Example:
+
+    ```python
+    >>> find_protected_spans("Delete %(name)s from {folder}?", "placeholders")
+    [(7, 15), (21, 29)]
+    ```
     """
     mode = _check_protect(protect)
     if mode == "oov":
@@ -415,14 +429,14 @@ class _VocabularyIndex:
             return None
         if self.tokenizer.backend_tokenizer.decoder is None:
             return (None, False)
-        layout = _decoder_layout(self.tokenizer)
+        layout = decoder_layout(self.tokenizer)
         return (layout["marker"], layout["punctuation_apart"]) if layout["swallows_marker"] else None
 
     def copy_reading(self, word: str, record: dict | None, before: str) -> str:
         """The text a copy of `word` (its `oov_spacing` record) adds after the text `before`."""
         if word and before and self.copy_spacing is not None:
             marker, apart = self.copy_spacing
-            if marker is None or _copy_starts_word([before, word], 1, marker, apart, record):
+            if marker is None or copy_starts_word([before, word], 1, marker, apart, record):
                 return " " + word
         return word
 

@@ -36,7 +36,7 @@ def _oniguruma(pattern: str) -> str:
 # never holds a placeholder with text around it (a copy of it would bring the placeholder along unseen). Placeholders
 # with spaces (`{n, number}`, `<a href="...">`) reach this pattern already cut at the spaces and fall apart into
 # punctuation and words. On the embedded corpus both engines find the same spans in every text.
-_PLACEHOLDER_PIECE = _oniguruma(PLACEHOLDER_PATTERN.pattern)
+PLACEHOLDER_PIECE = _oniguruma(PLACEHOLDER_PATTERN.pattern)
 
 
 def train_shared_tokenizer(
@@ -80,7 +80,7 @@ def train_shared_tokenizer(
     word_split = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Metaspace(**metaspace),
-            pre_tokenizers.Split(Regex(_PLACEHOLDER_PIECE + r"|[\n\r\t]|\p{P}|[$+<=>^`|~]"), behavior="isolated"),
+            pre_tokenizers.Split(Regex(PLACEHOLDER_PIECE + r"|[\n\r\t]|\p{P}|[$+<=>^`|~]"), behavior="isolated"),
         ]
     )
     if tokenizer_type == "bpe":

@@ -42,7 +42,7 @@ from .configuration_pointer_generator import is_pointer_generator
 from .logits_process_pointer_generator import _protection_processors
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import PROTECTED_SPANS_KEY, _check_protect
-from .tokenization_pointer_generator import batch_decode_with_oovs
+from .tokenization_decode_pointer_generator import batch_decode_with_oovs
 
 logger = logging.get_logger(__name__)
 
@@ -53,12 +53,15 @@ EXAMPLE_INDEX = "pg_example_index"
 
 
 class PointerGeneratorEvalPrediction(EvalPrediction):
-    """An `EvalPrediction` (unpacks as `predictions, label_ids[, inputs, losses]`) with per-row example data.
+    """An `EvalPrediction` (unpacks as `predictions, label_ids[, inputs, losses]`) with per-row example data. The
+    Trainer builds it for `compute_metrics`; each argument is kept as the attribute of the same name.
 
-    Attributes:
+    Args:
+        predictions, label_ids, inputs, losses:
+            As for `EvalPrediction`, rows in the evaluated dataset's order.
         oov_words: `list[list[str]]`, one OOV table per row of `predictions` (None when the dataset has no
             `oov_words` column): decode with `hf_pgen.batch_decode_with_oovs(tokenizer, ids, eval_pred.oov_words,
-            vocab_size=model.config.vocab_size, oov_spacing_per_example=eval_pred.oov_spacing)` or
+            vocab_size=model.config.vocab_size, oov_spacing=eval_pred.oov_spacing)` or
             `processor.batch_decode(ids, eval_pred.oov_words, oov_spacing=eval_pred.oov_spacing)`.
         oov_spacing: `list[list[dict]]`, the rows' spacing records (the dataset's `oov_spacing` column, None when it
             has none), which space some copies as the source did (`v2.3`, not `v2. 3`, with a word-level vocabulary).
@@ -112,6 +115,17 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             column (a validation set, say) is decoded without terms.
         glossary_match: how source terms match (`"inflected"`, the default for dicts, files and the column, or
             `"exact"`; see `hf_pgen.Glossary`).
+        source_column, source_prefix, max_source_length: where the source texts that `protect` and `glossary`
+            re-encode come from, and how the inputs were made from them.
+        model, args, data_collator, ...: as for `Seq2SeqTrainer` (`data_collator` defaults to the copy-aware one).
+
+    Raises:
+        ValueError: at construction, for a bad `protect` (or `"oov"` with a plain base), an unknown `glossary_mode`,
+            `glossary` with `glossary_column`, or `label_smoothing_factor > 0` for a model that cannot smooth its own
+            loss; at evaluation, when the source texts that `protect` or `glossary` need are missing or do not encode
+            to the batch's inputs.
+        TypeError: for a list of glossaries (the Trainer takes one term base).
+        KeyError: when `compute_metrics` asks for a dataset column the evaluation dataset lacks.
 
     Differences from the stock trainer, for a model with a copy head (`hf_pgen.is_pointer_generator(model)`):
 
@@ -553,9 +567,13 @@ def build_compute_metrics(
             `source_column` and `oov_words` None when the dataset has no `oov_words` column; default
             `hf_pgen.metrics.translation_metrics` (sacreBLEU, chrF, placeholder preservation, OOV copy rate).
 
-    Returns a callable of one `EvalPrediction` giving `{name: value}` rounded to 4 digits (nan values are left out),
-    plus `gen_len`, the mean number of non-pad predicted tokens. Predictions may be generated ids (B, L) or
-    log-probabilities (B, T, V + P), which are reduced with argmax.
+    Returns:
+        A callable of one `EvalPrediction` giving `{name: value}` rounded to 4 digits (nan values are left out), plus
+        `gen_len`, the mean number of non-pad predicted tokens. Predictions may be generated ids (B, L) or
+        log-probabilities (B, T, V + P), which are reduced with argmax.
+
+    Raises:
+        ValueError: for a tokenizer without `vocab_size` (the model's width cannot be guessed from a tokenizer).
     """
     tokenizer = getattr(processor_or_tokenizer, "tokenizer", processor_or_tokenizer)
     if vocab_size is None and tokenizer is not processor_or_tokenizer:  # a processor knows the model's width
@@ -573,15 +591,14 @@ def build_compute_metrics(
         predictions = np.asarray(predictions)
         if predictions.ndim == 3:  # log-probabilities (predict_with_generate off)
             predictions = predictions.argmax(-1)
-        tables = getattr(eval_pred, "oov_words", None)
-        spacing = getattr(eval_pred, "oov_spacing", None) if tables is not None else None
-        if tables is None:
-            tables = [None] * len(predictions)
+        oov_words = getattr(eval_pred, "oov_words", None)
+        spacing = getattr(eval_pred, "oov_spacing", None) if oov_words is not None else None
+        per_row = oov_words if oov_words is not None else [None] * len(predictions)
         columns = getattr(eval_pred, "columns", {})
         decoded = [
             text.strip()
             for text in batch_decode_with_oovs(
-                tokenizer, predictions, tables, vocab_size=vocab_size, oov_spacing_per_example=spacing
+                tokenizer, predictions, per_row, vocab_size=vocab_size, oov_spacing=spacing
             )
         ]
         if reference_column is not None:
@@ -592,14 +609,14 @@ def build_compute_metrics(
                 for text in batch_decode_with_oovs(
                     tokenizer,
                     np.asarray(eval_pred.label_ids),
-                    tables,
+                    per_row,
                     vocab_size=vocab_size,
-                    oov_spacing_per_example=spacing,
+                    oov_spacing=spacing,
                 )
             ]
         sources = [str(text) for text in columns[source_column]] if source_column is not None else None
         score = metrics if metrics is not None else translation_metrics
-        result = score(sources, decoded, references, getattr(eval_pred, "oov_words", None))
+        result = score(sources, decoded, references, oov_words)
         pad = tokenizer.pad_token_id
         kept = (predictions >= 0) & (predictions != pad) if pad is not None else predictions >= 0
         result["gen_len"] = float(kept.sum(-1).mean()) if len(predictions) else 0.0

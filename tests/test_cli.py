@@ -23,7 +23,7 @@ from transformers import AutoConfig, pipeline
 from transformers.utils import logging as transformers_logging
 
 from hf_pgen import PointerGeneratorForConditionalGeneration
-from hf_pgen.cli import _one_line, main
+from hf_pgen.cli import main, one_line
 
 ARGUMENTS = ["Delete %(name)s from Nakamura", "", "Open the file\nnow", 'Save <b>Zyxwvut</b> & "Qwerfdsa"']
 LINES = [
@@ -64,6 +64,7 @@ def _run(args, tmp_path, stdin=b""):
     return result.returncode, result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 def test_translates_each_argument_to_one_line(folders, tmp_path):
     copier, _ = folders
     # options after the texts too; a text with a newline in it is still one input, one output line
@@ -72,7 +73,7 @@ def test_translates_each_argument_to_one_line(folders, tmp_path):
     expected = pipeline("translation", model=str(copier))(
         ARGUMENTS, num_beams=2, max_new_tokens=6, batch_size=len(ARGUMENTS)
     )
-    assert out.split("\n") == [_one_line(r["translation_text"]) for r in expected] + [""]
+    assert out.split("\n") == [one_line(r["translation_text"]) for r in expected] + [""]
     assert out.split("\n")[1] == ""  # a blank input gives a blank line, in its place
     assert "Traceback" not in err and "hf-pgen:" not in err  # -q: no progress
 
@@ -94,6 +95,7 @@ def _assert_same_records(got, expected, where="records"):
         assert got == expected, where
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 def test_stdin_is_translated_in_streamed_batches_with_copy_records(folders, tmp_path):
     copier, _ = folders
     page = tmp_path / "copies.html"
@@ -195,6 +197,7 @@ def _source_texts(page):
     return parser.texts
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 def test_input_that_is_not_utf8_stops_with_one_line(folders, tmp_path):
     copier, _ = folders
     stdin = b"Open the file\nCaf\xe9 au lait\nClose the file\n"  # Latin-1 on line 2
@@ -349,5 +352,5 @@ def test_a_missing_model_is_the_only_required_argument(capsys):
 
 
 def test_outputs_stay_on_one_line():
-    assert _one_line("Zeile eins\nZeile zwei\r\ndrei\rvier") == "Zeile eins\\nZeile zwei\\ndrei\\nvier"
-    assert _one_line("C:\\Users %(name)s") == "C:\\Users %(name)s"  # nothing else is escaped
+    assert one_line("Zeile eins\nZeile zwei\r\ndrei\rvier") == "Zeile eins\\nZeile zwei\\ndrei\\nvier"
+    assert one_line("C:\\Users %(name)s") == "C:\\Users %(name)s"  # nothing else is escaped

@@ -59,3 +59,28 @@ def test_is_pointer_generator_reads_models_configs_and_peft_wrappers():
 
     assert is_pointer_generator(model) and is_pointer_generator(model.config) and is_pointer_generator(PeftLike())
     assert not is_pointer_generator(base) and not is_pointer_generator(base.config) and not is_pointer_generator(None)
+
+
+def test_position_limits_follow_one_rule():
+    """The config's positions, capped by a tokenizer that states a limit; the tokenizer's alone for relative positions
+    (T5); else the default, or None for a caller that asks whether anything bounds the length."""
+    from types import SimpleNamespace
+
+    from hf_pgen.configuration_pointer_generator import (
+        DEFAULT_MAX_POSITIONS,
+        max_source_positions,
+        max_target_positions,
+    )
+
+    bart, t5 = tiny_config("bart", max_position_embeddings=96), tiny_config("t5")
+    stating, unstated = SimpleNamespace(model_max_length=64), SimpleNamespace(model_max_length=int(1e30))
+    for limit in (max_source_positions, max_target_positions):
+        assert limit(bart) == limit(bart, unstated) == 96
+        assert limit(bart, stating) == 64  # the smaller of the two
+        assert limit(PointerGeneratorConfig(base_config=bart, unk_token_id=UNK)) == 96  # the wrapper reads its base
+        assert limit(t5) == limit(t5, unstated) == DEFAULT_MAX_POSITIONS
+        assert limit(t5, stating) == 64
+        assert limit(t5, default=None) is None
+    # A config that names each side's positions (FSMT, Speech2Text) is read per side.
+    bart.max_source_positions, bart.max_target_positions = 48, 80
+    assert (max_source_positions(bart), max_target_positions(bart)) == (48, 80)

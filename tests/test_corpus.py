@@ -115,10 +115,10 @@ def test_heldout_tools_licences_are_allowed_and_origins_are_the_pinned_packages(
 def test_nothing_trains_or_tunes_on_the_held_out_splits(corpus):
     """TRAINING_SPLITS is what training and tuning may read; the model card of a run_translation model names only the
     packages of the splits a run reads, not heldout_tools' (no run reads it)."""
-    from training.run_details import _corpus_packages
+    from training.run_details import corpus_packages
 
     assert set(TRAINING_SPLITS) == {"train", "validation"} and set(SPLITS) == set(corpus)
-    card = _corpus_packages()
+    card = corpus_packages()
     assert {row["split"] for row in card} == {"train", "validation", "test"}
     assert {row["package"] for row in card} == {pkg.name for pkg in PACKAGES if pkg.split != HELDOUT}
 

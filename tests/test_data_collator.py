@@ -134,8 +134,6 @@ def test_numpy_tensors_and_clear_errors(tok, features):
         DataCollatorForPointerGenerator(tok)([])
     with pytest.raises(ValueError, match="Feature 1: `extended_input_ids` has"):
         DataCollatorForPointerGenerator(tok)([features[0], dict(features[1], extended_input_ids=[5])])
-    with pytest.warns(FutureWarning, match="vocab_size"):
-        DataCollatorForPointerGenerator(tok, vocab_size=123)
 
 
 def test_dataloader_over_mapped_dataset(tok, vocab_size, pointer_generator):

@@ -6,7 +6,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from hf_pgen import OOVCopyLimitLogitsProcessor, PointerGeneratorForConditionalGeneration
 
 
-def slot_counts(row: torch.Tensor) -> dict[int, int]:
+def slot_occurrences(row: torch.Tensor) -> dict[int, int]:
     ids = row[row >= VOCAB] - VOCAB
     return {int(k): int((ids == k).sum()) for k in ids.unique()}
 
@@ -61,9 +61,9 @@ def test_generate_never_copies_an_oov_word_more_often_than_its_source_has_it(kwa
 
     def excess(out: torch.Tensor) -> int:
         per_source = out.shape[0] // 3
-        allowed = [slot_counts(extended[row // per_source]) for row in range(out.shape[0])]
+        allowed = [slot_occurrences(extended[row // per_source]) for row in range(out.shape[0])]
         return sum(
-            max(n - allowed[row].get(k, 0), 0) for row, seq in enumerate(out) for k, n in slot_counts(seq).items()
+            max(n - allowed[row].get(k, 0), 0) for row, seq in enumerate(out) for k, n in slot_occurrences(seq).items()
         )
 
     torch.manual_seed(0)

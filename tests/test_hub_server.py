@@ -16,6 +16,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hub_server import HubStorage, client_env, hub_server  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a loopback Hub server, with uploads in subprocesses
+
 # Builds a tiny BART (testing_utils.tiny_base) and a WordLevel tokenizer offline; defines checksum(model).
 COMMON = textwrap.dedent(
     """

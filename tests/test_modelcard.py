@@ -93,6 +93,7 @@ def test_pipeline_task():
         pipeline_task(bart, "question-answering")
 
 
+@pytest.mark.slow  # runs the card's snippets in a Python without hf_pgen
 def test_usage_snippets_run(trained_copier, tmp_path):
     """The card's code runs as printed: the pipeline snippet in a Python without hf_pgen, the hf_pgen one here; and
     a plain model's card shows generate + batch_decode (Transformers 5 has no translation pipeline of its own)."""

@@ -1,4 +1,5 @@
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -6,12 +7,13 @@ from testing_utils import UNK, VOCAB, source_batch, tiny_base
 
 from benchmarks.reference import extended_log_probs
 from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
+from hf_pgen.configuration_pointer_generator import max_source_positions
 from hf_pgen.mixture_pointer_generator import (
-    _rows_per_source,
-    _word_mass,
+    count_oov_slots,
     first_occurrence,
     gold_log_probs,
-    num_oov_slots,
+    repeated_source_rows,
+    source_word_mass,
 )
 from hf_pgen.modeling_pointer_generator import PointerGeneratorSeq2SeqLMOutput
 
@@ -34,7 +36,7 @@ def test_worked_example_nakamura():
     pointer = torch.tensor([[[0.1, 0.3, 0.4, 0.2]]])
     switch_logit = torch.full((1, 1), math.log(0.3 / 0.7))  # p_gen = 0.3
 
-    log_p = extended_log_probs(vocab_logits, pointer, source, switch_logit, num_extended_slots=1)[0, 0]
+    log_p = extended_log_probs(vocab_logits, pointer, source, switch_logit, num_oov_slots=1)[0, 0]
     p = log_p.exp()
     assert p.shape == (V + 1,)
     assert p[V].item() == pytest.approx(0.28, abs=1e-6)  # P(Nakamura) = 0.7 * 0.4
@@ -53,7 +55,7 @@ def test_word_mass_sums_attention_over_repeated_words():
     ids = torch.randint(0, 6, (4, 12))  # many repeats per row
     attention = torch.rand(4, 3, 12).softmax(-1)
     same_word = (ids.unsqueeze(2) == ids.unsqueeze(1)).float()  # (B, S, S): the naive definition
-    torch.testing.assert_close(_word_mass(attention, first_occurrence(ids)), torch.bmm(attention, same_word))
+    torch.testing.assert_close(source_word_mass(attention, first_occurrence(ids)), torch.bmm(attention, same_word))
 
 
 def test_distributions_sum_to_one_and_gold_path_matches_full(case_model):
@@ -63,7 +65,7 @@ def test_distributions_sum_to_one_and_gold_path_matches_full(case_model):
     out = model(input_ids=input_ids, attention_mask=attention_mask, extended_input_ids=extended, labels=labels)
     # With labels in evaluation mode the logits have one fixed width (vocabulary + one slot per source position), so
     # that the Trainer can concatenate batches; the columns past this batch's slots are impossible.
-    assert out.logits.shape == (3, 4, VOCAB + model._max_source_positions())
+    assert out.logits.shape == (3, 4, VOCAB + max_source_positions(model.config))
     assert torch.isneginf(out.logits[..., VOCAB + 2 :]).all()
     torch.testing.assert_close(out.logits.exp().sum(-1), torch.ones(3, 4), atol=1e-5, rtol=0)
     gathered = out.logits.gather(-1, labels.clamp_min(0).unsqueeze(-1)).squeeze(-1)
@@ -370,27 +372,27 @@ def test_beam_scores_match_teacher_forced_recomputation(case_model):
     torch.testing.assert_close(out.sequences_scores, transition.sum(-1), atol=1e-4, rtol=0)
 
 
-def test_rows_per_source_groups_only_rows_with_the_same_source():
+def test_repeated_source_rows_groups_only_rows_with_the_same_source():
     torch.manual_seed(0)
     states = torch.randn(3, 5, 4)  # (B, S, D)
     mask = torch.ones(3, 5, dtype=torch.long)
-    assert _rows_per_source(states.repeat_interleave(4, 0), mask.repeat_interleave(4, 0)) == 4
-    assert _rows_per_source(states, mask) == 1
-    assert _rows_per_source(states[:1].expand(6, -1, -1), None) == 6  # one source decoded six times
+    assert repeated_source_rows(states.repeat_interleave(4, 0), mask.repeat_interleave(4, 0)) == 4
+    assert repeated_source_rows(states, mask) == 1
+    assert repeated_source_rows(states[:1].expand(6, -1, -1), None) == 6  # one source decoded six times
     # Equal states but another padding: not the same source.
     other_mask = mask.repeat_interleave(2, 0)
     other_mask[3, -1] = 0
-    assert _rows_per_source(states.repeat_interleave(2, 0), other_mask) == 1
+    assert repeated_source_rows(states.repeat_interleave(2, 0), other_mask) == 1
     # Runs of unequal length (a source repeated in the batch, then a different one) are not a grouping.
     uneven = torch.cat([states[:1], states[:1], states[1:2]])
-    assert _rows_per_source(uneven, mask) == 1
+    assert repeated_source_rows(uneven, mask) == 1
     # Rows that agree on their first position (which suggests the run length) but differ later: not grouped.
     late_difference = states.repeat_interleave(4, 0)
     late_difference[5, 3, 1] += 1.0
-    assert _rows_per_source(late_difference, mask.repeat_interleave(4, 0)) == 1
+    assert repeated_source_rows(late_difference, mask.repeat_interleave(4, 0)) == 1
     late_padding = mask.repeat_interleave(4, 0)
     late_padding[6, -1] = 0
-    assert _rows_per_source(states.repeat_interleave(4, 0), late_padding) == 1
+    assert repeated_source_rows(states.repeat_interleave(4, 0), late_padding) == 1
 
 
 def test_beam_search_shares_each_sources_pointer_keys_and_scores_as_per_row_keys(monkeypatch):
@@ -412,7 +414,7 @@ def test_beam_search_shares_each_sources_pointer_keys_and_scores_as_per_row_keys
     assert cache.rows_per_source == 3 and cache.pointer_keys.shape[0] == 3  # one set of keys per source
     import hf_pgen.modeling_pointer_generator as modeling
 
-    monkeypatch.setattr(modeling, "_rows_per_source", lambda *args: 1)
+    monkeypatch.setattr(modeling, "repeated_source_rows", lambda *args: 1)
     per_row = model.generate(**settings)
     assert per_row.past_key_values.pointer_keys.shape[0] == 9
     assert torch.equal(shared.sequences, per_row.sequences)
@@ -633,6 +635,7 @@ def test_label_smoothing_is_over_each_rows_own_classes(case_model):
     assert torch.isfinite(loss) and all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_trainer_label_smoothing_over_logits_is_refused_and_the_config_path_trains(tmp_path):
     """Label smoothing through Seq2SeqTrainer: its LabelSmoother would average over slots a row lacks (inf, logged as
     0.0), so it is refused, and the config's smoothing trains."""
@@ -765,7 +768,7 @@ def test_assisted_decoding_over_many_rounds_equals_greedy(kind):
     assert max(fed) <= 2  # each call takes only the new tokens, on top of the assistant's cache
     # sampling compares the assistant's scores with the model's, which are wider by the copy slots
     sampled = model.generate(**batch, assistant_model=assistant, do_sample=True)
-    assert sampled.shape[1] > 1 and (sampled < VOCAB + num_oov_slots(batch["extended_input_ids"], VOCAB)).all()
+    assert sampled.shape[1] > 1 and (sampled < VOCAB + count_oov_slots(batch["extended_input_ids"], VOCAB)).all()
 
 
 def test_prompt_lookup_over_copied_ids():
@@ -946,7 +949,7 @@ def test_trainer_evaluate_with_metrics_and_predict_across_batches_of_different_w
     metrics = trainer.evaluate()
     assert metrics["eval_rows"] == 3 and math.isfinite(metrics["eval_loss"])
     predictions = trainer.predict(rows).predictions
-    assert predictions.shape == (3, 2, VOCAB + model._max_source_positions()) and seen[0][0] == 3
+    assert predictions.shape == (3, 2, VOCAB + max_source_positions(model.config)) and seen[0][0] == 3
     # Each row's own slots keep their probabilities; the slots it lacks stay impossible.
     assert math.isfinite(predictions[1, 0, VOCAB]) and predictions[0, 0, VOCAB] == -math.inf
 
@@ -982,28 +985,40 @@ def test_constructor_leaves_the_config_alone_and_save_serves_the_pipelines(tmp_p
     assert (tmp_path / "generation_pointer_generator.py").exists()  # the copy-aware decoding rules generate() uses
 
 
-def test_saved_code_imports_only_what_a_python_without_hf_pgen_has(tmp_path):
-    """Every module a saved folder carries (modeling and all it imports relatively, pipeline, processor, card) must
-    load with trust_remote_code in a Python that has only torch and transformers (with huggingface_hub)."""
+def test_a_saved_folder_holds_exactly_the_modules_saved_with_the_model(tmp_path):
+    """hf_pgen.SAVED_WITH_MODEL is the folder's code, no more and no less; each of its modules says so in its docstring
+    and loads with trust_remote_code in a Python that has only torch and transformers (with huggingface_hub)."""
     import ast
     import sys
 
+    import hf_pgen
+    import hf_pgen.modeling_pointer_generator as modeling
+
     wrap("bart").save_pretrained(tmp_path)
     modules = sorted(tmp_path.glob("*.py"))
-    assert {
-        "modeling_pointer_generator.py",
-        "layers_pointer_generator.py",
-        "pipeline_pointer_generator.py",
-        "processing_pointer_generator.py",
-        "modelcard.py",
-    } <= {m.name for m in modules}
+    assert sorted(module.stem for module in modules) == sorted(hf_pgen.SAVED_WITH_MODEL)
+    # What modeling imports only so that it is copied: a relative import in its source names each.
+    modeling_tree = ast.parse(Path(modeling.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(modeling_tree) if isinstance(node, ast.ImportFrom) and node.level}
+    assert set(modeling.COPIED_BY_IMPORT) <= imported <= set(hf_pgen.SAVED_WITH_MODEL)
     for module in modules:
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        assert "saved next to the model as remote code" in " ".join(ast.get_docstring(tree).split()), module.name
         roots = set()
-        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        # As Transformers checks a folder's code: an import inside `try` is optional (glossary.py's lemminflect,
+        # needed only to match inflected forms, says how to install it where it is missing).
+        nodes = [tree]
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, ast.Try):
+                continue
+            nodes.extend(ast.iter_child_nodes(node))
             if isinstance(node, ast.Import):
                 roots |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
                 roots.add(node.module.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):  # a sibling: it must be in the folder too
+                assert f"{node.module}.py" in {m.name for m in modules}, (module.name, node.module)
         # The card module renders with huggingface_hub (which every transformers install has); the rest needs less.
         allowed = {"torch", "transformers"} | ({"huggingface_hub"} if module.name == "modelcard.py" else set())
         assert roots - set(sys.stdlib_module_names) <= allowed, module.name

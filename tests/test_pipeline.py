@@ -12,7 +12,7 @@ from transformers import pipelines as transformers_pipelines
 from transformers.pipelines.pt_utils import KeyDataset
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorText2TextPipeline
-from hf_pgen.pipeline_pointer_generator import _register_pipeline_tasks
+from hf_pgen.pipeline_pointer_generator import register_pipeline_tasks
 
 NAMES = ["Open Nakamura now", "Delete Zyxwvut and Qwerfdsa", "Close the file"]
 # 0, 3, 1, 2 and 1 OOV words: tables of different sizes share each batch
@@ -63,7 +63,7 @@ def test_registration_is_narrow_and_idempotent():
     """Only our three tasks (and translation_XX_to_YY) change; every other removed or unknown task keeps its error."""
     registry = transformers_pipelines.PIPELINE_REGISTRY
     check_task = registry.check_task
-    _register_pipeline_tasks()  # a second call (e.g. a reload) changes nothing
+    register_pipeline_tasks()  # a second call (e.g. a reload) changes nothing
     assert registry.check_task is check_task
     assert not {"translation", "summarization", "text2text-generation"} & set(transformers_pipelines.REMOVED_TASKS)
     assert "question-answering" in transformers_pipelines.REMOVED_TASKS
@@ -110,6 +110,7 @@ def test_plain_base_translates_as_transformers_4_did(tmp_path):
         assert _texts(pipeline("translation", model=str(folder))(texts)) == expected, family
 
 
+@pytest.mark.slow  # a Python without hf_pgen, in a subprocess
 def test_saved_folder_serves_all_three_tasks_without_hf_pgen(trained_copier, saved_copier, tmp_path):
     model, tokenizer, _ = trained_copier
     config = json.loads((saved_copier / "config.json").read_text())
@@ -117,7 +118,8 @@ def test_saved_folder_serves_all_three_tasks_without_hf_pgen(trained_copier, sav
     code = {
         "pipeline_pointer_generator.py",
         "processing_pointer_generator.py",
-        "tokenization_pointer_generator.py",
+        "tokenization_encode_pointer_generator.py",
+        "tokenization_decode_pointer_generator.py",
         "modeling_pointer_generator.py",
     }
     assert code <= {p.name for p in saved_copier.iterdir()}

@@ -14,7 +14,7 @@ import torch
 from testing_utils import corpus_texts, tiny_base, word_level_tokenizer
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorProcessor
-from hf_pgen.tokenization_pointer_generator import _warn_if_copies_dropped, decode_with_oovs, encode_with_oovs
+from hf_pgen.tokenization_pointer_generator import batch_decode_with_oovs, decode_with_oovs, encode_with_oovs
 
 REPO = Path(__file__).resolve().parents[1]
 PADDING_ROWS = 8  # the model is wider than the tokenizer (T5 pads 32100 to 32128)
@@ -110,6 +110,28 @@ def test_batch_decode_repeats_each_table_for_its_rows(tokenizer, model):
     assert processor.batch_decode(ids[[0], :1], None) == ["the"]  # None: no example has OOV words
     with pytest.raises(ValueError, match="OOV slot 0"):
         processor.batch_decode(ids, None)
+
+
+def test_keywords_of_earlier_versions_still_work_with_a_warning(tokenizer, model):
+    """OOV tables are `oov_words` everywhere now; a caller passing the old keyword names gets the same result."""
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    batch = processor(["the Zyxwvut", "the Qwzxy"], return_tensors="pt")
+    the, V = tokenizer.convert_tokens_to_ids("▁the"), processor.vocab_size
+    ids = torch.tensor([[the, V], [V, the]])
+    expected = processor.batch_decode(ids, oov_words=batch)
+    with pytest.warns(FutureWarning, match=r"batch_or_tables=\.\.\.\) is renamed oov_words="):
+        assert processor.batch_decode(ids, batch_or_tables=batch) == expected
+    with pytest.warns(FutureWarning, match="oov_words_per_example=.*renamed oov_words="):
+        old = batch_decode_with_oovs(
+            tokenizer,
+            ids,
+            oov_words_per_example=batch["oov_words"],
+            oov_spacing_per_example=batch["oov_spacing"],
+            vocab_size=V,
+        )
+    assert old == expected == ["the Zyxwvut", "Qwzxy the"]
+    with pytest.raises(TypeError, match="got both batch_or_tables= and oov_words="):
+        processor.batch_decode(ids, batch_or_tables=batch, oov_words=batch)
 
 
 def test_num_truncated_tokens_from_one_tokenization(tokenizer, model, monkeypatch):
@@ -209,17 +231,3 @@ def test_slow_sentencepiece_checkpoint_end_to_end(checkpoints, name, tmp_path):
         processor.save_pretrained(tmp_path)
         again = PointerGeneratorProcessor.from_pretrained(tmp_path, vocab_size=V)
     assert again(sources)["extended_input_ids"] == processor(sources)["extended_input_ids"]
-
-
-# ---------------------------------------------------------------------------------------------------- misc
-def test_warn_if_copies_dropped(tokenizer):
-    V = len(tokenizer)
-    copies = torch.tensor([[5, V, 2, -100], [V + 1, 7, 2, -100]])
-    with pytest.warns(UserWarning, match=r"2 generated id\(s\) are copied.*batch_decode_with_oovs"):
-        assert _warn_if_copies_dropped(copies, V) == 2
-    # what the warning is about: the plain tokenizer silently drops them
-    assert "Zyxwvut" not in tokenizer.batch_decode(copies.clamp(min=0).tolist())[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert _warn_if_copies_dropped([[5, 6, 2]], V) == 0
-        assert _warn_if_copies_dropped([], V) == 0

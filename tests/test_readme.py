@@ -7,8 +7,10 @@
 - docs/recipes.md, "Pretrained checkpoints": the shared fine-tune block plus each family's block, with the Hub id
   replaced by a stand-in folder built from the same model and tokenizer classes (tests/testing_checkpoints.py) and the
   training shrunk through the block's `NUM_TRAIN_EXAMPLES, NUM_EVAL_EXAMPLES, MAX_STEPS` line.
-- The README's feature sections (wrap, Trainer, save, protect, copy records, command line): one after another in one
-  namespace, as a user pastes them, against the opus-mt stand-in, with the corpus and the training cut small.
+- The README's feature sections (any checkpoint, wrap, Trainer, save, protect, glossaries, copy records, command line):
+  one after another in one namespace, as a user pastes them, against the opus-mt stand-in, with the corpus and the
+  training cut small; what they write goes to the temporary directory, never to the working directory. The Hub block
+  runs in a fresh Python against the loopback Hub (tests/hub_server.py), on the folder the save block wrote.
 - docs/recipes.md's Trainer example runs, as printed, in tests/test_trainer.py.
 - Every ```python block of these pages is one of the above (`test_every_python_block_is_executed`).
 """
@@ -279,36 +281,43 @@ def test_recipe_runs_against_a_stand_in(name, stand_in, tmp_path, monkeypatch, c
 # ---------------------------------------------------------------------------------------------------------------------
 
 # The sections whose python blocks continue one another (a user pasting them in order), and the command line after.
+ANY_CHECKPOINT = "Guaranteed copies with any checkpoint"
 WALKTHROUGH = (
+    ANY_CHECKPOINT,
     "Wrap a pretrained model",
     "Fine-tune with the Trainer",
-    "Save, share, serve",
+    "Save and serve",
     "Guaranteed copies: `protect=`",
     "Glossaries: `glossary=`",
     "See what was copied",
 )
+HUB_SECTION = "Share on the Hub"
 CLI_SECTION = "Command line"
 WALKTHROUGH_HUB_ID = "Helsinki-NLP/opus-mt-en-de"
-SAVED = "opus-mt-en-de-pg"  # the folder the save block writes and the command line reads
+SAVED = "opus-mt-en-de-pg"  # the folder, in the temporary directory, that the save block writes and the CLI reads
 # The Trainer block at test size (each must occur: a changed block must not train 500 steps here unnoticed).
 TRAINER_AT_TEST_SIZE = {
     "max_steps=500": "max_steps=4",
-    'data["validation"].select(range(200))': 'data["validation"].select(range(8))',
+    'corpus["validation"].select(range(200))': 'corpus["validation"].select(range(8))',
 }
 PLACEHOLDER_TEXT = "Delete %(count)d files from {folder}?"
 
 
 @pytest.fixture(scope="module")
 def walkthrough(stand_in, tmp_path_factory):
-    """Run the WALKTHROUGH blocks in order in one namespace, in a fresh working directory; the corpus loader returns
-    64 training and 8 validation rows. Returns (namespace, stdout per section, working directory, what the wrapped
-    model and its untouched base generated right after the first block)."""
+    """Run the WALKTHROUGH blocks in order in one namespace, in a fresh working directory and with a fresh temporary
+    directory (what `tempfile.gettempdir()` gives the blocks); the corpus loader returns 64 training and 8 validation
+    rows. Returns (namespace, stdout per section, working directory, temporary directory, what was seen right after
+    a block: whether the first translator copies, what the wrapped model and its untouched base generated)."""
+    import tempfile
+
     from datasets import DatasetDict
 
     import hf_pgen.corpus
+    from hf_pgen import is_pointer_generator
 
     folder = stand_in("opus-mt")
-    cwd = tmp_path_factory.mktemp("walkthrough")
+    cwd, temporary = tmp_path_factory.mktemp("walkthrough"), tmp_path_factory.mktemp("tmpdir")
     full_corpus = hf_pgen.corpus.load_en_de_messages
 
     def small_corpus(split=None):
@@ -322,7 +331,11 @@ def walkthrough(stand_in, tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with contextlib.chdir(cwd), mock.patch.object(hf_pgen.corpus, "load_en_de_messages", small_corpus):
+        with (
+            contextlib.chdir(cwd),
+            mock.patch.object(hf_pgen.corpus, "load_en_de_messages", small_corpus),
+            mock.patch.object(tempfile, "tempdir", str(temporary)),
+        ):
             for title in WALKTHROUGH:
                 code = section_block(README, title).replace(f'"{WALKTHROUGH_HUB_ID}"', repr(str(folder)))
                 if title == "Fine-tune with the Trainer":
@@ -334,6 +347,8 @@ def walkthrough(stand_in, tmp_path_factory):
                 with contextlib.redirect_stdout(stdout):
                     exec(compile(code, f"README.md: {title}", "exec"), namespace)
                 outputs[title] = stdout.getvalue()
+                if title == ANY_CHECKPOINT:  # the claim above the block: a plain checkpoint, as it is
+                    right_after_wrapping["any_checkpoint_copies"] = is_pointer_generator(namespace["translator"].model)
                 if title == "Wrap a pretrained model":  # the claim under the block: it translates as the base
                     batch = namespace["batch"]
                     right_after_wrapping["oov_words"] = batch["oov_words"]
@@ -345,7 +360,7 @@ def walkthrough(stand_in, tmp_path_factory):
                     )
     finally:
         torch.set_num_threads(threads)
-    return namespace, outputs, cwd, right_after_wrapping
+    return namespace, outputs, cwd, temporary, right_after_wrapping
 
 
 def _printed(output: str) -> list:
@@ -357,10 +372,28 @@ def _printed(output: str) -> list:
     return values
 
 
+def test_examples_write_nothing_into_the_working_directory(walkthrough):
+    _, _, cwd, temporary, _ = walkthrough
+    assert not any(cwd.iterdir()), list(cwd.iterdir())
+    assert (temporary / SAVED / "config.json").is_file()
+
+
+def test_a_plain_checkpoint_keeps_each_placeholder_exactly_once(walkthrough):
+    """The stand-in is a plain Marian (no copy head, untrained): protection alone puts each placeholder in."""
+    _, outputs, _, _, right_after = walkthrough
+    code = section_block(README, ANY_CHECKPOINT)
+    (results,) = _printed(outputs[ANY_CHECKPOINT])
+    (source,) = ast.literal_eval(re.search(r"translator\((\[.*?\]), protect=", code).group(1))
+    placeholders = re.findall(r"%\(\w+\)[ds]|</?b>", source)
+    assert len(placeholders) == 4 and right_after["any_checkpoint_copies"] is False
+    for placeholder in placeholders:
+        assert results[0]["translation_text"].count(placeholder) == 1, (placeholder, results)
+
+
 def test_wrap_block_marks_what_only_copying_brings_back(walkthrough, stand_in):
     from transformers import AutoConfig
 
-    namespace, outputs, _, right_after_wrapping = walkthrough
+    namespace, outputs, _, _, right_after_wrapping = walkthrough
     processor = namespace["processor"]
     assert processor.vocab_size == AutoConfig.from_pretrained(stand_in("opus-mt")).vocab_size
     oov, decoded = _printed(outputs["Wrap a pretrained model"])
@@ -371,29 +404,31 @@ def test_wrap_block_marks_what_only_copying_brings_back(walkthrough, stand_in):
 
 
 def test_trainer_block_trains_and_scores_with_the_copies(walkthrough):
-    namespace, outputs, cwd, _ = walkthrough
+    namespace, outputs, _, temporary, _ = walkthrough
     metrics = _metrics_line(outputs["Fine-tune with the Trainer"])
     for key in ("eval_loss", "eval_bleu", "eval_chrf", "eval_placeholder_preservation", "eval_gen_len"):
         assert key in metrics and math.isfinite(metrics[key]), (key, metrics)
     assert namespace["trainer"].state.global_step == 4
+    assert namespace["folder"] == temporary / SAVED  # checkpoints under it, not in the working directory
 
 
 def test_save_block_writes_a_folder_the_pipeline_serves(walkthrough):
     from hf_pgen import PointerGeneratorForConditionalGeneration, PointerGeneratorText2TextPipeline
 
-    namespace, outputs, cwd, _ = walkthrough
-    config = json.loads((cwd / SAVED / "config.json").read_text())
+    namespace, outputs, _, temporary, _ = walkthrough
+    config = json.loads((temporary / SAVED / "config.json").read_text())
     assert config["model_type"] == "pointer_generator" and config["base_config"]["model_type"] == "marian"
-    assert (cwd / SAVED / "modeling_pointer_generator.py").exists()  # the code travels with the weights
+    assert (temporary / SAVED / "modeling_pointer_generator.py").exists()  # the code travels with the weights
+    assert (temporary / SAVED / "tokenizer_config.json").exists()
     translator = namespace["translator"]
     assert isinstance(translator, PointerGeneratorText2TextPipeline)
     assert isinstance(translator.model, PointerGeneratorForConditionalGeneration)
-    (results,) = _printed(outputs["Save, share, serve"])
+    (results,) = _printed(outputs["Save and serve"])
     assert len(results) == 2 and all(isinstance(result["translation_text"], str) for result in results)
 
 
 def test_protect_block_keeps_each_span_exactly_as_often_as_its_source(walkthrough):
-    namespace, outputs, _, _ = walkthrough
+    namespace, outputs, _, _, _ = walkthrough
     texts = namespace["texts"]
     assert texts[0] == PLACEHOLDER_TEXT
     placeholders, literal, generated = _printed(outputs["Guaranteed copies: `protect=`"])
@@ -404,47 +439,89 @@ def test_protect_block_keeps_each_span_exactly_as_often_as_its_source(walkthroug
 
 
 def test_glossary_block_places_each_term_of_a_source_that_holds_its_source_term(walkthrough):
-    namespace, outputs, cwd, _ = walkthrough
+    namespace, outputs, _, temporary, _ = walkthrough
     texts, glossary = namespace["texts"], namespace["glossary"]
-    piped, generated = _printed(outputs["Glossaries: `glossary=`"])
-    assert (cwd / "terms.tsv").read_text(encoding="utf-8") == "files\tDateien\n"
-    for text, result, output in zip(texts, piped, generated):
+    (piped,) = _printed(outputs["Glossaries: `glossary=`"])
+    assert (temporary / SAVED / "terms.tsv").read_text(encoding="utf-8") == "files\tDateien\n"
+    for text, result in zip(texts, piped):
         for source, target in glossary.items():
             if re.search(r"(?<!\w)" + re.escape(source) + r"(?!\w)", text):
                 assert target in result["translation_text"], (text, result)
-                assert target in output, (text, output)
             else:  # nothing forced where no entry applies
-                assert target not in result["translation_text"] and target not in output, (text, result, output)
+                assert target not in result["translation_text"], (text, result)
 
 
 def test_copy_records_block(walkthrough):
-    namespace, outputs, cwd, _ = walkthrough
-    token, shapes = _printed(outputs["See what was copied"])[0], outputs["See what was copied"].splitlines()[-1]
+    namespace, outputs, _, temporary, _ = walkthrough
+    (token,) = _printed(outputs["See what was copied"])
     assert {"text", "p_gen", "copy_share", "source_span"} <= set(token)
     records = namespace["records"]
     assert len(records) == len(namespace["texts"])
-    assert (cwd / "copies.html").stat().st_size > 0 and (cwd / "copies.png").stat().st_size > 0
-    out = namespace["out"]
-    rows, steps = out.sequences.shape[0], out.p_gen.shape[1]
-    assert out.p_gen.shape == out.copy_shares.shape == out.pointer_attentions.shape[:2] == (rows, steps)
-    assert shapes == f"{out.p_gen.shape} {out.copy_shares.shape} {out.pointer_attentions.shape}"
+    assert (temporary / SAVED / "copies.html").stat().st_size > 0 and (temporary / SAVED / "copies.png").stat().st_size
+
+
+def test_hub_block_pushes_what_a_python_without_hf_pgen_loads(walkthrough, tmp_path):
+    """The Hub block as printed, in a fresh Python against a loopback Hub, after loading what the save block saved;
+    then a Python without hf_pgen loads the repository and translates."""
+    from hub_server import HubStorage, client_env, hub_server
+    from testing_utils import run_without_hf_pgen
+
+    _, _, _, temporary, _ = walkthrough
+    code = section_block(README, HUB_SECTION)
+    repo = re.search(r'^repo = "([^"]+)"$', code, re.M).group(1)
+    pushed = code.replace(f'"{repo}"', '"tester/opus-mt-en-de-pg"')
+    script = (
+        "import hf_pgen\n"
+        "from transformers import AutoModelForSeq2SeqLM\n"
+        f"folder = {str(temporary / SAVED)!r}\n"
+        "model = AutoModelForSeq2SeqLM.from_pretrained(folder)\n"
+        "processor = hf_pgen.PointerGeneratorProcessor.from_pretrained(folder)\n" + pushed
+    )
+    with hub_server(tmp_path / "hub") as base_url:
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            env=client_env(base_url, tmp_path / "home-upload"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        files = set(HubStorage(tmp_path / "hub").list_files("tester/opus-mt-en-de-pg"))
+        assert {"config.json", "model.safetensors", "modeling_pointer_generator.py", "README.md"} <= files
+        assert {"tokenizer_config.json", "source.spm", "vocab.json"} <= files, files  # the Marian tokenizer's files
+        loaded = run_without_hf_pgen(
+            "import json\nfrom transformers import pipeline\n"
+            "translator = pipeline('translation', model='tester/opus-mt-en-de-pg', trust_remote_code=True)\n"
+            "print(json.dumps(translator(['Open Nakamura now'])))",
+            env=client_env(base_url, tmp_path / "home-download"),
+        )
+    (result,) = json.loads(loaded.strip().splitlines()[-1])
+    assert isinstance(result["translation_text"], str)
 
 
 def test_command_line_block(walkthrough):
-    """The bash block as printed, with `hf-pgen` this checkout's command line, in the folder the save block wrote."""
-    _, _, cwd, _ = walkthrough
+    """The bash block as printed, with `hf-pgen` this checkout's command line, on the folder the save block wrote."""
+    _, _, cwd, temporary, _ = walkthrough
     code = section_block(README, CLI_SECTION, "bash")
-    assert code.count("hf-pgen translate " + SAVED) == 2
-    (cwd / "copies.html").unlink(missing_ok=True)  # the copy-records block wrote one: --explain must write it again
+    assert f'model="${{TMPDIR:-/tmp}}/{SAVED}"' in code and code.count('hf-pgen translate "$model"') == 2
+    (temporary / SAVED / "copies.html").unlink(missing_ok=True)  # the copy-records block wrote one: --explain again
     shell = f'hf-pgen() {{ {sys.executable} -m hf_pgen.cli "$@"; }}\nset -eo pipefail\n{code}'
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TMPDIR": str(temporary),
+    }
     result = subprocess.run(["bash", "-c", shell], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(result.stdout.splitlines()) == 2  # "a line per text"
-    records = [json.loads(line) for line in (cwd / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    records_file = temporary / SAVED / "records.jsonl"
+    records = [json.loads(line) for line in records_file.read_text(encoding="utf-8").splitlines()]
     assert [record["source"] for record in records] == ["Open Zyxwvut now", "Delete %(name)s?"]
     assert "%(name)s" in "".join(token["text"] for token in records[1]["tokens"])  # --protect placeholders
-    assert (cwd / "copies.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")  # --explain
+    assert (temporary / SAVED / "copies.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")  # --explain
+    assert not any(cwd.iterdir()), list(cwd.iterdir())
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -456,6 +533,7 @@ def executed_blocks() -> list[tuple[str, str]]:
     """(where, code) of every block these tests (and test_trainer's docs/recipes.md example) execute."""
     blocks = [("README.md: Quick start", python_blocks(readme_section("Quick start"))[0])]
     blocks += [(f"README.md: {title}", section_block(README, title)) for title in WALKTHROUGH]
+    blocks.append((f"README.md: {HUB_SECTION}", section_block(README, HUB_SECTION)))
     blocks.append((f"README.md: {CLI_SECTION} (bash)", section_block(README, CLI_SECTION, "bash")))
     blocks += [(f"docs/recipes.md: recipe {name}", recipe_block(name)) for name in ("fine-tune", *RECIPES)]
     blocks.append(
@@ -476,4 +554,4 @@ def test_every_python_block_is_executed():
         assert not python_blocks(page.read_text(encoding="utf-8")), (
             f"{page.relative_to(ROOT)} has a python block: execute it here (CODE_PAGES) or move it to a tested page"
         )
-    assert len(executed_blocks()) == len(executed) == 14, [where for where, _ in executed_blocks()]
+    assert len(executed_blocks()) == len(executed) == 16, [where for where, _ in executed_blocks()]

@@ -24,10 +24,10 @@ from benchmarks.reference import (
 )
 from hf_pgen.mixture_pointer_generator import (
     copy_side_of_mixture,
+    count_oov_slots,
     first_occurrence,
     gold_log_probs,
     mix_vocab_logits,
-    num_oov_slots,
     smoothed_log_probs,
 )
 
@@ -74,17 +74,17 @@ def random_mixture(shape, switch, seed=0):
     pointer_attention = scores.softmax(-1)  # exactly 0 on padding
     vocab_logits = torch.randn(batch, target_len, vocab, generator=g) * 3
     switch_logit = SWITCHES[switch](g, (batch, target_len)).float()
-    num_slots = num_oov_slots(extended, vocab)
+    num_oov_slots = count_oov_slots(extended, vocab)
     labels = torch.randint(4, vocab, (batch, target_len), generator=g)
     picks = torch.randint(0, source_len, (batch, target_len), generator=g) % lengths.unsqueeze(1)  # real positions
     from_source = extended.gather(1, picks)
     kind = torch.rand(batch, target_len, generator=g)
     labels = torch.where(kind < 0.4, from_source, labels)
-    if num_slots:
-        any_slot = vocab + torch.randint(0, num_slots, (batch, target_len), generator=g)
+    if num_oov_slots:
+        any_slot = vocab + torch.randint(0, num_oov_slots, (batch, target_len), generator=g)
         labels = torch.where((kind > 0.75) & (kind < 0.9), any_slot, labels)
     labels = labels.masked_fill(kind >= 0.9, -100)
-    return vocab_logits, pointer_attention, extended, switch_logit, labels, num_slots
+    return vocab_logits, pointer_attention, extended, switch_logit, labels, num_oov_slots
 
 
 def as_float64(*tensors):
@@ -104,9 +104,9 @@ def assert_matches_reference(ours: torch.Tensor, ref: torch.Tensor) -> None:
     assert (ours[torch.isneginf(ref)] <= LOG_FLOOR + 1e-4).all()
 
 
-def lacking_slots(extended: torch.Tensor, vocab: int, num_slots: int) -> torch.Tensor:
+def lacking_slots(extended: torch.Tensor, vocab: int, num_oov_slots: int) -> torch.Tensor:
     """(B, N) True where row b's source lacks the batch's slot V + k: those columns must be exactly -inf."""
-    slots = vocab + torch.arange(num_slots)
+    slots = vocab + torch.arange(num_oov_slots)
     return ~(extended.unsqueeze(-1) == slots).any(1)
 
 
@@ -116,11 +116,11 @@ def test_reference_is_the_formula():
     pointer_attention = torch.tensor([[[0.2, 0.5, 0.3]]], dtype=torch.float64)
     extended = torch.tensor([[1, 3, 1]])
     switch_logit = torch.full((1, 1), math.log(0.25 / 0.75), dtype=torch.float64)
-    p = reference_full(vocab_logits, pointer_attention, extended, switch_logit, num_slots=1)[0, 0].exp()
+    p = reference_full(vocab_logits, pointer_attention, extended, switch_logit, num_oov_slots=1)[0, 0].exp()
     expected = torch.tensor([0.25 * 0.5, 0.25 * 0.3 + 0.75 * (0.2 + 0.3), 0.25 * 0.2, 0.75 * 0.5], dtype=torch.float64)
     torch.testing.assert_close(p, expected)
     labels = torch.tensor([[3]])
-    gold = reference_gold(vocab_logits, pointer_attention, extended, switch_logit, labels, num_slots=1)
+    gold = reference_gold(vocab_logits, pointer_attention, extended, switch_logit, labels, num_oov_slots=1)
     torch.testing.assert_close(gold.exp(), torch.tensor([[0.375]], dtype=torch.float64))
     smoothed = reference_smoothed(vocab_logits, pointer_attention, extended, switch_logit)
     torch.testing.assert_close(smoothed, expected.log().mean().view(1, 1))
@@ -128,15 +128,15 @@ def test_reference_is_the_formula():
 
 @pytest.mark.parametrize("shape, switch", CASES)
 def test_mix_into_log_probs_matches_loop(shape, switch):
-    vocab_logits, attention, extended, switch_logit, _, num_slots = random_mixture(shape, switch)
+    vocab_logits, attention, extended, switch_logit, _, num_oov_slots = random_mixture(shape, switch)
     ref = reference_copy_step(
-        padded_log_softmax(vocab_logits.double(), num_slots), *as_float64(attention, extended, switch_logit)
+        padded_log_softmax(vocab_logits.double(), num_oov_slots), *as_float64(attention, extended, switch_logit)
     )
-    log_p_vocab = padded_log_softmax(vocab_logits, num_slots)
+    log_p_vocab = padded_log_softmax(vocab_logits, num_oov_slots)
     with torch.no_grad():  # in place
         ours = mix_into_log_probs(log_p_vocab.clone(), attention, extended, switch_logit)
     assert_matches_reference(ours, ref)
-    lacking = lacking_slots(extended, shape[3], num_slots).unsqueeze(1).expand(-1, shape[1], -1)  # (B, T, N)
+    lacking = lacking_slots(extended, shape[3], num_oov_slots).unsqueeze(1).expand(-1, shape[1], -1)  # (B, T, N)
     assert torch.isneginf(ours[..., shape[3] :][lacking]).all()
     # The grouping of repeated words passed in, and the out-of-place path a backward pass takes, agree.
     grouped = mix_into_log_probs(log_p_vocab.clone(), attention, extended, switch_logit, first_occurrence(extended))
@@ -147,11 +147,11 @@ def test_mix_into_log_probs_matches_loop(shape, switch):
 
 @pytest.mark.parametrize("shape, switch", CASES)
 def test_extended_log_probs_matches_loop(shape, switch):
-    vocab_logits, attention, extended, switch_logit, _, num_slots = random_mixture(shape, switch, seed=1)
-    ref = reference_full(*as_float64(vocab_logits, attention, extended, switch_logit), num_slots)
+    vocab_logits, attention, extended, switch_logit, _, num_oov_slots = random_mixture(shape, switch, seed=1)
+    ref = reference_full(*as_float64(vocab_logits, attention, extended, switch_logit), num_oov_slots)
     with torch.no_grad():
-        ours = extended_log_probs(vocab_logits, attention, extended, switch_logit, num_slots)
-    assert ours.shape == (*shape[:2], shape[3] + num_slots) and ours.dtype == torch.float32
+        ours = extended_log_probs(vocab_logits, attention, extended, switch_logit, num_oov_slots)
+    assert ours.shape == (*shape[:2], shape[3] + num_oov_slots) and ours.dtype == torch.float32
     assert_matches_reference(ours, ref)
 
 
@@ -160,35 +160,37 @@ def test_mix_vocab_logits_paths_agree(shape, switch):
     """The mixture from raw logits takes three paths: without autograd it normalises into a fresh buffer, or into
     the caller's logits when they are scratch (generation's decoding step), and with autograd it pads first. All
     three give the same values, and only the scratch path may touch the caller's logits."""
-    vocab_logits, attention, extended, switch_logit, _, num_slots = random_mixture(shape, switch, seed=4)
+    vocab_logits, attention, extended, switch_logit, _, num_oov_slots = random_mixture(shape, switch, seed=4)
     copy_side = copy_side_of_mixture(attention, switch_logit.unsqueeze(-1), first_occurrence(extended))
     kept = vocab_logits.clone()
     with torch.no_grad():
-        fresh = mix_vocab_logits(vocab_logits, extended, copy_side, num_slots)
+        fresh = mix_vocab_logits(vocab_logits, extended, copy_side, num_oov_slots)
         assert torch.equal(vocab_logits, kept)
         scratch = vocab_logits.clone()
-        in_place = mix_vocab_logits(scratch, extended, copy_side, num_slots, logits_are_scratch=True)
+        in_place = mix_vocab_logits(scratch, extended, copy_side, num_oov_slots, logits_are_scratch=True)
         half = vocab_logits.bfloat16()
-        from_half = mix_vocab_logits(half, extended, copy_side, num_slots)
+        from_half = mix_vocab_logits(half, extended, copy_side, num_oov_slots)
         assert torch.equal(half, kept.bfloat16())  # its float32 copy is the one normalised
-    assert fresh.shape == (*shape[:2], shape[3] + num_slots) and fresh.dtype == from_half.dtype == torch.float32
+    assert fresh.shape == (*shape[:2], shape[3] + num_oov_slots) and fresh.dtype == from_half.dtype == torch.float32
     torch.testing.assert_close(in_place, fresh, atol=0, rtol=0)
-    if num_slots:
+    if num_oov_slots:
         assert in_place.data_ptr() != scratch.data_ptr()  # wider than the logits: a new buffer
     leaf = vocab_logits.clone().requires_grad_(True)
-    torch.testing.assert_close(mix_vocab_logits(leaf, extended, copy_side, num_slots).detach(), fresh)
-    ref = reference_full(*as_float64(vocab_logits, attention, extended, switch_logit), num_slots)
+    torch.testing.assert_close(mix_vocab_logits(leaf, extended, copy_side, num_oov_slots).detach(), fresh)
+    ref = reference_full(*as_float64(vocab_logits, attention, extended, switch_logit), num_oov_slots)
     assert_matches_reference(fresh, ref)
     assert_matches_reference(
-        from_half, reference_full(*as_float64(half.float(), attention, extended, switch_logit), num_slots)
+        from_half, reference_full(*as_float64(half.float(), attention, extended, switch_logit), num_oov_slots)
     )
 
 
 @pytest.mark.parametrize("shape, switch", CASES)
 def test_gold_log_probs_matches_loop(shape, switch):
-    vocab_logits, attention, extended, switch_logit, labels, num_slots = random_mixture(shape, switch, seed=2)
+    vocab_logits, attention, extended, switch_logit, labels, num_oov_slots = random_mixture(shape, switch, seed=2)
     counted = labels >= 0  # ignored positions (-100) give arbitrary values
-    ref = reference_gold(*as_float64(vocab_logits, attention, extended, switch_logit), labels.clamp_min(0), num_slots)
+    ref = reference_gold(
+        *as_float64(vocab_logits, attention, extended, switch_logit), labels.clamp_min(0), num_oov_slots
+    )
     with torch.no_grad():
         ours = gold_log_probs(vocab_logits, attention, extended, switch_logit, labels)
     assert ours.shape == shape[:2]
@@ -237,7 +239,7 @@ def test_forward_logits_are_the_reference_mixture_of_its_own_pointer(case_model)
         out.pointer_attentions.double(),
         extended,
         p_gen.log() - (-p_gen).log1p(),
-        num_oov_slots(extended, VOCAB),
+        count_oov_slots(extended, VOCAB),
     )
     assert out.logits.shape == ref.shape
     assert_matches_reference(out.logits, ref)

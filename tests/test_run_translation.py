@@ -57,8 +57,9 @@ def predict_args(model_dir, output_dir, *extra):
 
 
 def run_module(args, env=None, timeout=300):
-    """`python -m training.run_translation ARGS` from the repository root, as a user runs it."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    """`python -m training.run_translation ARGS` from the repository root, as a user runs it; `env` is a whole
+    environment (hub_server.client_env leaves HF_HUB_OFFLINE out on purpose), default this process's."""
+    env = {**(os.environ if env is None else env), "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)  # run as a module: the repository root (cwd) is on the path, nothing else needed
     done = subprocess.run(
         [sys.executable, "-m", "training.run_translation", *map(str, args)],
@@ -135,7 +136,7 @@ def test_model_folder_reloads_and_translates(runs, name, class_name):
     model = AutoModelForSeq2SeqLM.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     assert type(model).__name__ == class_name
-    if name == "copy":  # the script's defaults since issue 31, for a word-level tokenizer
+    if name == "copy":  # the script's defaults for a word-level tokenizer: the copy levers the main job measured
         assert model.config.selective_read and model.config.copy_next
     assert model.config.vocab_size == len(tokenizer) <= 600  # min_frequency 2 on 200 pairs: fewer words
     assert model.generation_config.max_length == 12

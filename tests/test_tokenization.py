@@ -1,4 +1,5 @@
-"""Tests for hf_pgen.tokenization_pointer_generator (extended-vocabulary encode / decode).
+"""Tests for extended-vocabulary encode / decode (hf_pgen.tokenization_encode_pointer_generator and
+tokenization_decode_pointer_generator, re-exported by tokenization_pointer_generator).
 
 Real tokenizer families (word-level, WordPiece, Unigram, byte-level BPE, and the variants that once
 broke: Metaspace word-level as in the main job, SentencePiece-style BPE, subword-nmt BPE with an end-of-word
@@ -22,11 +23,8 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
-from hf_pgen.tokenization_pointer_generator import (
-    batch_decode_with_oovs,
-    decode_with_oovs,
-    encode_with_oovs,
-)
+from hf_pgen.tokenization_decode_pointer_generator import batch_decode_with_oovs, decode_with_oovs
+from hf_pgen.tokenization_encode_pointer_generator import encode_with_oovs
 
 REPO = Path(__file__).resolve().parents[1]
 SPECIALS = ["<pad>", "<unk>", "</s>"]
@@ -771,7 +769,7 @@ def test_a_copy_of_an_nfkc_expanded_character_is_the_source_character(nfkc_toks,
     # Tables from JSON decode the same, and the copied "ǅ" starts a word wherever it goes (its "▁" went into "▁D").
     back = json.loads(json.dumps({key: enc[key] for key in ("extended_input_ids", "oov_words", "oov_spacing")}))
     assert batch_decode_with_oovs(
-        tok, back["extended_input_ids"], back["oov_words"], vocab_size=V, oov_spacing_per_example=back["oov_spacing"]
+        tok, back["extended_input_ids"], back["oov_words"], vocab_size=V, oov_spacing=back["oov_spacing"]
     ) == [
         decode_with_oovs(tok, ext, table, vocab_size=V, oov_spacing=spacing)
         for ext, table, spacing in zip(enc["extended_input_ids"], enc["oov_words"], enc["oov_spacing"])
@@ -823,7 +821,7 @@ def test_sentencepiece_without_offset_mapping():
     """sentencepiece 0.1.99 - 0.2.0 has no out_type='offset_mapping', only 'immutable_proto' (unicode spans)."""
     from types import SimpleNamespace
 
-    from hf_pgen.tokenization_pointer_generator import _sentencepiece_pieces
+    from hf_pgen.tokenization_encode_pointer_generator import sentencepiece_pieces
 
     class OldProcessor:
         def encode(self, text, out_type=int):
@@ -832,7 +830,7 @@ def test_sentencepiece_without_offset_mapping():
             pieces = [SimpleNamespace(piece="▁a", begin=0, end=1), SimpleNamespace(piece="😀", begin=2, end=3)]
             return SimpleNamespace(pieces=pieces)
 
-    assert _sentencepiece_pieces(OldProcessor(), "a 😀") == [("▁a", 0, 1), ("😀", 2, 3)]
+    assert sentencepiece_pieces(OldProcessor(), "a 😀") == [("▁a", 0, 1), ("😀", 2, 3)]
 
 
 def test_unsupported_slow_tokenizer_error():
@@ -904,7 +902,7 @@ def test_spacing_survives_dataset_map_and_json(family):
             columns["extended_input_ids"],
             columns["oov_words"],
             vocab_size=V,
-            oov_spacing_per_example=columns["oov_spacing"],
+            oov_spacing=columns["oov_spacing"],
         )
         assert decoded == texts
         one = decode_with_oovs(
@@ -929,3 +927,13 @@ def test_spacing_survives_dataset_map_and_json(family):
             vocab_size=V,
             oov_spacing=mapped["oov_spacing"],
         )
+
+
+def test_the_import_path_of_earlier_versions_still_serves_the_three_functions():
+    """Users' code (and saved folders of earlier versions) import these from tokenization_pointer_generator."""
+    import hf_pgen
+    from hf_pgen import tokenization_pointer_generator as earlier
+
+    assert earlier.__all__ == ["encode_with_oovs", "decode_with_oovs", "batch_decode_with_oovs"]
+    for name in earlier.__all__:
+        assert getattr(earlier, name) is getattr(hf_pgen, name) is globals()[name]

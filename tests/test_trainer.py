@@ -107,6 +107,7 @@ def support_aware_smoothed_nll(model, batch, epsilon):
     return float(((1 - epsilon) * nll + epsilon * smooth)[gold].mean())
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_label_smoothing_goes_to_the_models_support_aware_loss(tokenizer, tmp_path):
     model = tiny_model(tokenizer)
     data = copy_task(tokenizer, corpus_texts("train", limit=64), model.config.vocab_size)
@@ -235,16 +236,16 @@ def test_compute_metrics_sees_copied_words_in_dataset_order(copier_eval, tmp_pat
         model=model, args=args, processing_class=tokenizer, compute_metrics=compute_metrics, example_columns=["en"]
     )
     output = trainer.predict(data)
-    texts, tables = data["en"][:], data["oov_words"][:]
+    texts, oov_words = data["en"][:], data["oov_words"][:]
     assert seen["indices"] == list(range(len(texts))) and seen["sources"] == texts
-    assert sum(map(len, tables)) > 20  # plenty of copies to get right
-    assert oov_copy_rate(tables, texts, seen["predictions"]) > 0.8  # the copier copies its own source's words
+    assert sum(map(len, oov_words)) > 20  # plenty of copies to get right
+    assert oov_copy_rate(oov_words, texts, seen["predictions"]) > 0.8  # the copier copies its own source's words
     # Every copied word comes from its own row's table (a misaligned table would splice in another source's words).
-    all_oov = {w for table in tables for w in table}
-    for source, prediction, table in zip(texts, seen["predictions"], tables):
-        assert {w for w in prediction.split() if w in all_oov} <= set(table) | set(source.split())
+    all_oov = {w for words in oov_words for w in words}
+    for source, prediction, words in zip(texts, seen["predictions"], oov_words):
+        assert {w for w in prediction.split() if w in all_oov} <= set(words) | set(source.split())
     # predict() hands back the rows in dataset order too.
-    decoded = batch_decode_with_oovs(tokenizer, output.predictions, tables, vocab_size=vocab_size)
+    decoded = batch_decode_with_oovs(tokenizer, output.predictions, oov_words, vocab_size=vocab_size)
     assert decoded == seen["predictions"]
 
 
@@ -319,7 +320,7 @@ def test_compute_metrics_spaces_copies_as_the_source_did(tokenizer, tmp_path):
     assert "3" in data[0]["oov_words"] and "oov_spacing" in data.column_names
     seen = {}
 
-    def metrics(sources, predictions, references, tables):
+    def metrics(sources, predictions, references, oov_words):
         seen["references"] = references
         return {}
 
@@ -338,6 +339,7 @@ def test_compute_metrics_spaces_copies_as_the_source_did(tokenizer, tmp_path):
     assert seen["spacing"] is None and seen["references"][0] == "Update to v2. 3 now"
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_early_stopping_and_the_best_model_on_eval_loss(tokenizer, tmp_path):
     from transformers import EarlyStoppingCallback
 
@@ -409,6 +411,7 @@ def test_create_model_card_renders_the_pointer_generator_card(copier_eval, tmp_p
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # trains docs/recipes.md's model in a subprocess
 def test_readme_trainer_snippet_runs(tmp_path):
     snippet = section_block(RECIPES_PAGE, "Fine-tune with the Trainer")  # the printed block is the one run
     result = subprocess.run(
@@ -426,6 +429,7 @@ def test_readme_trainer_snippet_runs(tmp_path):
     assert np.isfinite(metrics["eval_loss"])
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_a_processor_as_processing_class(tokenizer, tmp_path):
     """processing_class may be the PointerGeneratorProcessor: the collator defaults to the copy-aware one, and
     save_model writes the tokenizer files beside the model."""
@@ -448,6 +452,7 @@ def test_a_processor_as_processing_class(tokenizer, tmp_path):
     assert (tmp_path / "out" / "tokenizer.json").is_file() and (tmp_path / "out" / "config.json").is_file()
 
 
+@pytest.mark.slow  # runs Trainer.train()
 def test_bf16_mixed_precision_trains_and_evaluates_with_copies(tokenizer, tmp_path):
     """--bf16 (the mixed precision a CPU has; fp16 needs an accelerator): finite smoothed loss, copies in eval."""
     model = tiny_model(tokenizer)

@@ -70,9 +70,9 @@ def test_the_pre_tokenizer_finds_the_placeholders_of_hf_pgen_placeholders():
     from tokenizers import Regex, pre_tokenizers
 
     from hf_pgen.placeholders import PLACEHOLDER_PATTERN
-    from hf_pgen.tokenizer_training import _PLACEHOLDER_PIECE
+    from hf_pgen.tokenizer_training import PLACEHOLDER_PIECE
 
-    gaps_of = pre_tokenizers.Split(Regex(_PLACEHOLDER_PIECE), behavior="removed").pre_tokenize_str
+    gaps_of = pre_tokenizers.Split(Regex(PLACEHOLDER_PIECE), behavior="removed").pre_tokenize_str
     for split in SPLITS:
         for pair in load_en_de_messages(split)["translation"]:
             for text in pair.values():

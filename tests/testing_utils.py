@@ -195,7 +195,8 @@ sys.meta_path.insert(0, _NoHfPgen())
 
 
 def run_without_hf_pgen(code: str, env: dict | None = None, timeout: int = 300) -> str:
-    """Run `code` in a fresh interpreter in which `import hf_pgen` fails; returns stdout, raises on failure."""
+    """Run `code` in a fresh interpreter in which `import hf_pgen` fails, in `env` (default: this process's
+    environment); returns stdout, raises on failure."""
     import os
     import subprocess
     import sys
@@ -204,7 +205,8 @@ def run_without_hf_pgen(code: str, env: dict | None = None, timeout: int = 300) 
     check = (
         "\nassert not any(m == 'hf_pgen' or m.startswith('hf_pgen.') for m in sys.modules), 'hf_pgen was imported'\n"
     )
-    full_env = {**os.environ, "PYTHONPATH": "", **(env or {})}
+    # `env` is a whole environment (hub_server.client_env leaves HF_HUB_OFFLINE out on purpose): not merged into ours.
+    full_env = {**(os.environ if env is None else env), "PYTHONPATH": ""}
     result = subprocess.run(
         [sys.executable, "-c", _BLOCK_HF_PGEN + code + check],
         capture_output=True,

@@ -25,13 +25,18 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from hf_pgen.placeholders import PLACEHOLDER_PATTERN, placeholder_spans
+from hf_pgen.placeholders import PLACEHOLDER_PATTERN, PLACEHOLDER_STARTS, placeholder_spans
 
 __all__ = ["augment_placeholders", "augment_unseen_words", "placeholder_variant", "respelled_variant"]
 
 _FIELD_NAME = re.compile(r"\w*")  # what follows "{" in a brace field: its name or index, maybe empty
+# A word stands free where it does not follow a word character, a character a placeholder begins with
+# (PLACEHOLDER_STARTS) or one that goes on inside a placeholder, path or URL ("(" of "%(name)s", "/", ".", "-"), and
+# is not followed by one that goes on or closes one.
+_FREE_BEFORE = r"(?<![\w" + re.escape("".join(start for start in PLACEHOLDER_STARTS if len(start) == 1)) + r"(/.-])"
+_FREE_AFTER = r"(?![\w}>)/-])"
 # A word both texts hold verbatim that may stand for a value: capitalised, or holding a digit (names, versions).
-_SHARED_WORD = re.compile(r"(?<![\w%{(<$#/.-])(?:[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)(?![\w}>)/-])")
+_SHARED_WORD = re.compile(_FREE_BEFORE + r"(?:[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)" + _FREE_AFTER)
 
 
 def _renamed(placeholder: str, name: str, rng: random.Random) -> str | None:
@@ -106,7 +111,7 @@ def placeholder_variant(source: str, target: str, rng: random.Random, names: Seq
         return None
     word = rng.choice(shared)
     placeholder = f"%({_fresh_name(rng, names)})s"
-    pattern = re.compile(r"(?<![\w%{(<$#/.-])" + re.escape(word) + r"(?![\w}>)/-])")
+    pattern = re.compile(_FREE_BEFORE + re.escape(word) + _FREE_AFTER)
     return pattern.sub(placeholder, source, count=1), pattern.sub(placeholder, target, count=1)
 
 
@@ -128,7 +133,7 @@ def augment_placeholders(sources: Sequence[str], targets: Sequence[str], seed: i
 
 # What `respelled_variant` respells: the shared words of `_SHARED_WORD`, and identifiers such as trac.ini or new_rev.
 _COPYABLE_WORD = re.compile(
-    r"(?<![\w%{(<$#/.-])(?:[A-Za-z]\w*(?:[_.]\w+)+|[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)(?![\w}>)/-])"
+    _FREE_BEFORE + r"(?:[A-Za-z]\w*(?:[_.]\w+)+|[A-Z][\w-]*\d*|[\w-]*\d[\w.-]*\w|\d)" + _FREE_AFTER
 )
 
 

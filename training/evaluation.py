@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hf_pgen import is_pointer_generator
-from hf_pgen.tokenization_pointer_generator import batch_decode_with_oovs
+from hf_pgen import batch_decode_with_oovs, is_pointer_generator
 from hf_pgen.trainer_pointer_generator import EXAMPLE_INDEX
 
 __all__ = ["mean_p_gen", "decode_predictions", "write_predictions", "write_copy_records"]
@@ -52,12 +51,13 @@ def decode_predictions(
     (and spaced by its `oov_spacing` records, when given)."""
     if isinstance(predictions, tuple):
         predictions = predictions[0]
-    tables = oov_words if oov_words is not None else [None] * len(predictions)
     spacing = oov_spacing if oov_words is not None else None
+    if oov_words is None:
+        oov_words = [None] * len(predictions)
     return [
         text.strip()
         for text in batch_decode_with_oovs(
-            tokenizer, predictions, tables, vocab_size=vocab_size, oov_spacing_per_example=spacing
+            tokenizer, predictions, oov_words, vocab_size=vocab_size, oov_spacing=spacing
         )
     ]
 

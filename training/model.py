@@ -8,6 +8,7 @@ import logging
 from transformers import CONFIG_MAPPING, AutoConfig, AutoModelForSeq2SeqLM
 
 from hf_pgen import PointerGeneratorForConditionalGeneration, is_pointer_generator
+from hf_pgen.configuration_pointer_generator import max_source_positions, max_target_positions
 
 logger = logging.getLogger(__name__)
 
@@ -184,16 +185,16 @@ def set_language_codes(tokenizer, model, data_args) -> None:
 
 def check_lengths(model, data_args, training_args) -> None:
     """Refuse, before any work, lengths that do not fit the model's position embeddings (an IndexError mid-run
-    otherwise). Models with relative positions (T5) have no such limit."""
-    base = model.base if is_pointer_generator(model) else model
-    positions = getattr(base.config, "max_position_embeddings", None)
+    otherwise). Models with relative positions (T5) have no such limit (`default=None`)."""
+    source_positions = max_source_positions(model.config, default=None)
+    if source_positions is not None and data_args.max_source_length > source_positions:
+        raise ValueError(
+            f"`--max_source_length` is set to {data_args.max_source_length}, but the model only has {source_positions} "
+            f"position encodings. Consider reducing `--max_source_length` to {source_positions}."
+        )
+    positions = max_target_positions(model.config, default=None)
     if positions is None:
         return
-    if data_args.max_source_length > positions:
-        raise ValueError(
-            f"`--max_source_length` is set to {data_args.max_source_length}, but the model only has {positions} "
-            f"position encodings. Consider reducing `--max_source_length` to {positions}."
-        )
     checks = []
     if training_args.do_train:
         checks.append(("--max_target_length", data_args.max_target_length, "training targets"))

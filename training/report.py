@@ -29,12 +29,20 @@ True
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["significance", "markdown_table", "goals_table", "plot_results", "format_duration"]
+__all__ = [
+    "significance",
+    "markdown_table",
+    "goals_table",
+    "plot_results",
+    "format_duration",
+    "readme_results_table",
+]
 
 _METRICS = ("bleu", "chrf")
 _METRIC_NAMES = {"bleu": "sacreBLEU", "chrf": "chrF"}
@@ -431,6 +439,151 @@ def goals_table(comparison: Mapping) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# The README's tables: a few systems of comparison.json, one number per cell
+# ---------------------------------------------------------------------------------------------------------------------
+
+# Which systems and columns the README shows, and the notes under its tables: decided here and nowhere else. A main
+# job with other systems changes these lines, then `make readme-tables` rewrites the README; tests/test_readme_tables.py
+# fails while the README and docs/main-job/comparison.json disagree.
+# (system name in comparison.json, the label the README gives it)
+README_SYSTEMS = (
+    ("copy-source", "copy the source verbatim"),
+    ("subword-nocopy", "no-copy Transformer, unigram subwords"),
+    ("pgen-subword", "pointer-generator, unigram subwords"),
+    ("pgen-subword-sr-ca", "↳ + selective read, copy augmentation"),
+    ("pgen-subword-sr-ca+protect", '↳ ↳ + `protect="placeholders"`'),
+)
+# (metrics key, header); BLEU and chrF carry a mark where they differ from the significance baseline beyond noise
+README_COLUMNS = (
+    ("bleu", "BLEU"),
+    ("chrf", "chrF"),
+    ("placeholders_kept", "placeholders kept"),
+    ("unseen_kept", "unseen terms kept"),
+)
+README_NOTES = (
+    "In this budget the no-copy Transformer barely learns to use its source (its learning rate was tuned); the "
+    "pointer gives a model a path from source to output from the first steps "
+    "([why](docs/main-job/README.md#what-it-shows)). *Unseen terms kept*: of the words unseen in training that the "
+    "reference keeps, the share the output keeps.",
+)
+
+
+def readme_results_table(
+    comparison: Mapping, systems: Sequence = README_SYSTEMS, columns: Sequence = README_COLUMNS
+) -> str:
+    """The README's results table: `systems` as rows, `columns` of their metrics, one number per cell.
+
+    Args:
+        comparison: the main job's comparison.json.
+        systems: `(name, label)` per row; `columns`: `(metrics key, header)` per column.
+
+    Returns:
+        Markdown: the table, the mark's meaning and `README_NOTES`.
+
+    Raises:
+        ValueError: for a system or metric the comparison lacks (name it in `README_SYSTEMS` / `README_COLUMNS`).
+    """
+    by_name = _systems_by_name(comparison, [name for name, _ in systems])
+    sig = comparison.get("significance") or None
+    baseline = sig["baseline"] if sig else None
+    recipe = comparison.get("recipe") or {}
+    arguments = recipe.get("run_translation_args") or []
+    steps = arguments[arguments.index("--max_steps") + 1] if "--max_steps" in arguments else None
+    heading = "**The main job** (`make main`)"
+    if sig:
+        heading += f": {sig['sentences']:,} held-out test messages of projects unseen in training"
+    if steps and recipe.get("cpu_cores"):
+        heading += (
+            f"; each trained system is one small Transformer trained from scratch for {int(steps):,} steps on "
+            f"{recipe['cpu_cores']} CPU cores"
+        )
+    heading += " ([details](docs/main-job/README.md))."
+    lines = [
+        _wrapped(heading),
+        "",
+        "| system | " + " | ".join(header for _, header in columns) + " |",
+        "|---" + "|---:" * len(columns) + "|",
+    ]
+    for name, label in systems:
+        metrics = by_name[name].get("metrics") or {}
+        cells = [label]
+        for key, _ in columns:
+            if key not in metrics:
+                raise ValueError(f"{name!r} has no metric {key!r} in comparison.json: change README_COLUMNS.")
+            value = metrics[key]
+            if _missing(value):
+                cells.append("n/a")
+            elif key in _METRICS:
+                differs = bool(sig) and name != baseline and sig["comparisons"][name][baseline][key]["significant"]
+                cells.append(f"{value:.1f}" + (" †" if differs else ""))
+            else:
+                cells.append(_share(value))
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = []
+    if sig:
+        baseline_label = dict(systems).get(baseline) or by_name.get(baseline, {}).get("label", baseline)
+        notes.append(f"† differs from *{baseline_label}* beyond noise (paired bootstrap, p < {sig['alpha']}).")
+    return "\n".join(lines) + "\n\n" + _wrapped(" ".join([*notes, *README_NOTES])) + "\n"
+
+
+def _wrapped(paragraph: str) -> str:
+    """A Markdown paragraph in lines of at most 120 characters (the page's source stays readable)."""
+    return textwrap.fill(paragraph, 120, break_long_words=False, break_on_hyphens=False)
+
+
+def _systems_by_name(comparison: Mapping, wanted: Sequence[str]) -> dict[str, Mapping]:
+    by_name = {system["name"]: system for system in comparison.get("systems") or []}
+    missing = [name for name in wanted if name not in by_name]
+    if missing:
+        raise ValueError(
+            f"comparison.json has no system {missing}: change README_SYSTEMS in training/report.py (it has "
+            f"{list(by_name)})."
+        )
+    return by_name
+
+
+def replace_generated_block(text: str, name: str, block: str) -> str:
+    """`text` with what stands between `<!-- generated: name -->` and `<!-- end: name -->` replaced by `block`.
+
+    Raises:
+        ValueError: when the markers are not there exactly once, in that order.
+    """
+    start, end = f"<!-- generated: {name} -->\n", f"<!-- end: {name} -->"
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+        raise ValueError(f"expected one {start.strip()} ... {end} block")
+    head, rest = text.split(start)
+    return head + start + block + end + rest.split(end, 1)[1]
+
+
+def generated_block(text: str, name: str) -> str:
+    """What stands between the markers of `replace_generated_block`."""
+    start, end = f"<!-- generated: {name} -->\n", f"<!-- end: {name} -->"
+    if text.count(start) != 1 or text.count(end) != 1:
+        raise ValueError(f"expected one {start.strip()} ... {end} block")
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+README_BLOCKS = {"main-job-results": readme_results_table}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m training.report --readme README.md`: rewrite the README's main-job table from comparison.json."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--comparison", type=Path, default=Path("docs/main-job/comparison.json"))
+    parser.add_argument("--readme", type=Path, required=True, help="the page whose generated blocks are rewritten")
+    args = parser.parse_args(argv)
+    comparison = json.loads(args.comparison.read_text(encoding="utf-8"))
+    text = args.readme.read_text(encoding="utf-8")
+    for name, table in README_BLOCKS.items():
+        text = replace_generated_block(text, name, table(comparison))
+    args.readme.write_text(text, encoding="utf-8")
+    print(f"{args.readme}: {', '.join(README_BLOCKS)} from {args.comparison}")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # Figure
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -591,3 +744,7 @@ def _plot_curves(axes, systems: Sequence[Mapping], colours: Mapping[str, str]) -
         loc="upper right",
         fontsize=9,
     )
+
+
+if __name__ == "__main__":
+    main()

@@ -121,7 +121,7 @@ def training_details(settings: dict, results: dict) -> str:
     origin = settings.get("data_origin")
     lines = ["### Data", ""]
     if origin == EMBEDDED_CORPUS:
-        packages = _corpus_packages()
+        packages = corpus_packages()
         used = {
             s: data_stats[s].get("used", data_stats[s].get("pairs"))
             for s in ("train", "validation", "test")
@@ -286,7 +286,7 @@ def _procedure(settings: dict, results: dict) -> list[tuple[str, object]]:
 CARD_SPLITS = ("train", "validation", "test")
 
 
-def _corpus_packages() -> list[dict]:
+def corpus_packages() -> list[dict]:
     stats_path = CORPUS_DIR / "stats.json"
     if not stats_path.is_file():
         return []
