@@ -84,7 +84,7 @@ def family_tokenizer(request):
     )
 
 
-def _decode(model, processor, sources, protect, settings, **encode):
+def _decode(model, processor, sources, protect, settings, room=8, **encode):
     batch = processor(sources, protect=protect, return_tensors="pt", padding=True, **encode)
     targets = [ids[mask.bool()].tolist() for ids, mask in zip(batch["extended_input_ids"], batch["attention_mask"])]
     plain = {k: v for k, v in batch.items() if k != "protected_spans"}
@@ -94,7 +94,7 @@ def _decode(model, processor, sources, protect, settings, **encode):
         ids = model.generate(
             **inputs,
             logits_processor=LogitsProcessorList([oracle]),
-            max_new_tokens=batch["input_ids"].shape[1] + 16,
+            max_new_tokens=batch["input_ids"].shape[1] + room,
             **settings,
         )  # room for the whole copy
         per = ids.shape[0] // len(sources)
@@ -246,7 +246,7 @@ def test_a_perfect_copy_with_a_glossary_and_protection_changes_only_by_the_terms
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                plain, protected = _decode(model, processor, [source], protect, settings, glossary=glossary)
+                plain, protected = _decode(model, processor, [source], protect, settings, room=16, glossary=glossary)
             except ValueError as error:  # a protected span inside a source term: a clear error, nothing decoded
                 assert "overlaps the glossary's source term" in str(error)
                 continue
