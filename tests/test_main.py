@@ -6,7 +6,6 @@ import pytest
 from training.main import (
     RECIPE_LEVERS,
     SYSTEMS,
-    _progress,
     copy_goals,
     evaluate_goals,
     terminology_goals,
@@ -193,17 +192,3 @@ def test_unseen_terms_kept_counts_only_terms_the_reference_keeps():
 
 
 pytestmark = pytest.mark.slow  # left out by `make test-fast`
-
-
-def test_progress_reads_the_trainers_bar_not_the_checkpoint_writers(tmp_path):
-    """A checkpoint save prints Transformers' `Writing model shards: ... 1/1` bar after the Trainer's: the job's
-    progress line must keep showing the training step."""
-    log = tmp_path / "run.log"
-    log.write_text(
-        " 32%|███▏      | 1600/5000 [03:26<02:57, 19.15it/s]\r 32%|███▏      | 1601/5000 [03:26<02:57, "
-        "19.1it/s]\n\rWriting model shards:   0%|          | 0/1 [00:00<?, ?it/s]\x1b[A\rWriting model "
-        "shards: 100%|██████████| 1/1 [00:00<00:00, 12.2it/s]\nMap: 100%|███| 50/50 [00:00<00:00, 99.0 "
-        "examples/s]",
-        encoding="utf-8",
-    )
-    assert _progress(log) == (1601, 5000)

@@ -60,35 +60,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import re
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-# The recipe: a 3+3-layer mBART-shaped model (pre-layer-norm: it trains stably at a high learning rate from scratch,
-# where post-layer-norm BART collapsed to a constant output) of width 128, trained from scratch. Small and fast on
-# purpose: on 2 CPU cores updates per second count more than width.
-MODEL_TYPE = "mbart"
-# Tokens of source the models read and of output they learn and write: all the positions they have. At most 0.4% of
-# the test sources are longer, so nearly every placeholder is read, not only placed; at 64 output tokens the 10
-# longest test messages (a tenth of the reference words) came out cut at about a third of their length.
-MAX_SOURCE_LENGTH, MAX_TARGET_LENGTH = 128, 128
-CONFIG_OVERRIDES = (
-    "d_model=128,encoder_layers=3,decoder_layers=3,encoder_attention_heads=4,decoder_attention_heads=4,"
-    "encoder_ffn_dim=512,decoder_ffn_dim=512,max_position_embeddings=128"
+from training.jobs import clock as _clock
+from training.jobs import run_jobs
+from training.recipe import (
+    CONFIG_OVERRIDES,
+    MAX_SOURCE_LENGTH,
+    PLACEHOLDERS_IN_VOCABULARY,
+    TOKENIZERS,
+    UNTUNED,
+    decode_recipe,
+    recipe,
 )
-TOKENIZERS = {"wordlevel": "word-level, placeholders left to copying", "unigram": "unigram subwords"}
-# A word-level vocabulary without placeholders: the model can only copy one from its source. Measured at 5,000
-# steps (with --placeholder_augmentation and --oov_copy_limit): placeholders kept 84.7% -> 90.0%, every repeated
-# (6.1% of outputs) and invented one gone; BLEU 31.6 -> 30.8 and chrF 30.4 -> 29.9, within their noise.
-# A unigram vocabulary spells placeholders from pieces: nothing to leave out.
-PLACEHOLDERS_IN_VOCABULARY = {"wordlevel": False, "unigram": True}
+
 # The second held-out set: messages of command-line tools and libraries, a different kind of project than the training
 # catalogues (mostly web applications), never used for training or tuning (hf_pgen/en_de_messages/ATTRIBUTION.md).
 HELDOUT_SPLIT = "heldout_tools"
@@ -249,235 +241,11 @@ SYSTEMS = (
 )
 
 
-def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batch_size: int) -> list[str]:
-    """run_translation arguments shared by every trained system."""
-    args = [
-        "--model_type",
-        MODEL_TYPE,
-        "--config_overrides",
-        CONFIG_OVERRIDES,
-        "--source_lang",
-        "en",
-        "--target_lang",
-        "de",
-        "--max_source_length",
-        str(MAX_SOURCE_LENGTH),
-        "--max_target_length",
-        str(MAX_TARGET_LENGTH),
-        "--do_train",
-        "--do_predict",
-        "--predict_with_generate",
-        "--num_beams",
-        str(num_beams),
-        # Undertrained models loop ("%(size)s %(size)s %(size)s", "die die die"); measured on the last run's three
-        # models, greedy: BLEU +0.2 to +0.7, chrF +0.4 to +1.2, with protection too (the saved generation config keeps
-        # it for the +protect runs and the pipeline).
-        "--no_repeat_ngram_size",
-        "3",
-        # Copy-only words (out of the vocabulary) at most as often as in the source: half the placeholder misses of
-        # the word-level pointer-generator were a copy repeated ("%(path)s von %(path)s"). Measured on it at 10,000
-        # steps: placeholders kept 79.2% -> 87.2%, BLEU 35.6 -> 35.8, unseen terms copied 44.2% -> 45.7%. A no-copy
-        # model has no such words: nothing changes for it.
-        "--oov_copy_limit",
-        # A copy of each training pair with its placeholders renamed alike in source and target (or a word both
-        # hold verbatim made a named one): the test projects' placeholder names (%(rev)s, %(cnum)s) are unseen.
-        # Measured at 5,000 steps, placeholders kept without protection: unigram 53.2% -> 85.1% (BLEU 25.9 -> 31.9),
-        # word-level 80.2% -> 84.7% (BLEU 30.4 -> 31.6); the best BLEU with protection 33.6 -> 34.4
-        # (p 0.12 -> 0.008 against copy-source).
-        "--placeholder_augmentation",
-        "--per_device_train_batch_size",
-        str(batch_size),
-        "--per_device_eval_batch_size",
-        "128",
-        # 1e-3: measured at 5,000 steps (unigram, greedy), 2e-3 left the no-copy model a language model that ignores
-        # its source (BLEU 0.2) and 1e-3 beat both 2e-3 and 5e-4 for the pointer-generator (chrF 30.5 against 26.3 and 25.9).
-        "--learning_rate",
-        "1e-3",
-        "--lr_scheduler_type",
-        "linear",
-        "--warmup_steps",
-        str(max(max_steps // 12, 1)),
-        "--label_smoothing_factor",
-        "0.1",
-        "--weight_decay",
-        "0.01",
-        "--max_grad_norm",
-        "1.0",
-        "--max_steps",
-        str(max_steps),
-        "--logging_steps",
-        "100",
-        "--save_steps",
-        "500",
-        "--save_total_limit",
-        "1",
-        "--seed",
-        "42",
-        "--data_seed",
-        "42",
-        "--report_to",
-        "none",
-        "--dataloader_pin_memory",
-        "false",
-        "--train_sampling_strategy",
-        "group_by_length",
-    ]
-    if max_predict_samples is not None:
-        args += ["--max_predict_samples", str(max_predict_samples)]
-    return args
-
-
 # The systems scored on the second held-out set: all but the terminology rows.
 HELDOUT_SYSTEMS = tuple(s for s in SYSTEMS if s.model_of in {t.name for t in _MAIN} and not s.terms)
 
 # The systems of the terminology rows (the glossary-trained model and every decoding with terms): judged apart.
 _TERM_SYSTEMS = {_GLOSS.name, _NOCOPY_GLOSS.name} | {s.name for s in SYSTEMS if s.terms}
-
-
-def decode_recipe(
-    model_dir: Path,
-    copy: bool,
-    max_predict_samples: int | None,
-    num_beams: int,
-    guard: tuple[str, ...] = ("--protect", "placeholders"),
-) -> list[str]:
-    """run_translation arguments that decode the test split with a trained folder, placeholders protected (or with
-    the `guard` arguments instead: a term base)."""
-    args = [
-        "--model_name_or_path",
-        str(model_dir),
-        "--copy_mechanism" if copy else "--no_copy_mechanism",
-        "--source_lang",
-        "en",
-        "--target_lang",
-        "de",
-        "--max_source_length",
-        str(MAX_SOURCE_LENGTH),
-        "--max_target_length",
-        str(MAX_TARGET_LENGTH),
-        "--do_predict",
-        "--predict_with_generate",
-        *guard,
-        "--num_beams",
-        str(num_beams),
-        "--per_device_eval_batch_size",
-        "128",
-        "--report_to",
-        "none",
-        "--dataloader_pin_memory",
-        "false",
-    ]
-    if max_predict_samples is not None:
-        args += ["--max_predict_samples", str(max_predict_samples)]
-    return args
-
-
-# -- running the systems ----------------------------------------------------------------------------------------------
-
-
-def _run_child(argv: list[str], log_path: str, queue) -> None:
-    """run_translation.main(argv) in a child process with one torch thread, its output going to log_path."""
-    import traceback
-
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", closefd=False)
-    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", closefd=False)
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-        from training import run_translation
-
-        results = run_translation.main(argv)
-        results.pop("settings", None)
-        queue.put(("ok", results))
-    except BaseException:  # noqa: BLE001 - reported to the parent, which raises
-        queue.put(("error", traceback.format_exc()))
-        raise
-
-
-# The Trainer's bar: unlabelled (not "Writing model shards: ... 1/1") and in it/s (not datasets' examples/s).
-_STEP = re.compile(r"(?:^|\r) *\d+%\|[^|\r\n]*\| *(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]", re.MULTILINE)
-
-
-def _progress(log_path: Path) -> tuple[int, int] | None:
-    """The latest `step/total` of a Trainer progress bar in a child's log."""
-    try:
-        with open(log_path, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(log_path) - 4096))
-            tail = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    found = _STEP.findall(tail)
-    return (int(found[-1][0]), int(found[-1][1])) if found else None
-
-
-def run_jobs(
-    jobs: list[tuple[str, list[str], str | None]], out: Path, workers: int, started: float, done: dict | None = None
-) -> tuple[dict, dict]:
-    """Run `(name, run_translation argv, name of the job it needs first or None)` jobs, `workers` at a time, in
-    order as their needs are met, printing progress; returns their results (with those of `done`, finished before)
-    and wall times."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    pending, running, results, walls = list(jobs), {}, dict(done or {}), {}
-    last_report = 0.0
-    while pending or running:
-        ready = [job for job in pending if job[2] is None or job[2] in results]
-        while ready and len(running) < workers:
-            name, argv, _ = job = ready.pop(0)
-            pending.remove(job)
-            queue = context.Queue()
-            log = out / f"{name}.log"
-            process = context.Process(target=_run_child, args=(argv, str(log), queue), daemon=True)
-            process.start()
-            running[name] = (process, queue, log, time.perf_counter())
-            print(f"  started {name} (log: {log})", flush=True)
-        time.sleep(2)
-        for name, (process, queue, log, t0) in list(running.items()):
-            if process.is_alive() and queue.empty():
-                continue
-            status, payload = queue.get()
-            process.join()
-            del running[name]
-            walls[name] = round(time.perf_counter() - t0, 1)
-            if status != "ok":
-                for other, *_ in running.values():
-                    other.terminate()
-                raise RuntimeError(f"{name} failed (log: {log}):\n{payload}")
-            results[name] = payload
-            print(
-                f"  finished {name} in {_clock(walls[name])}: BLEU {payload.get('predict_bleu', float('nan')):.1f}, "
-                f"chrF {payload.get('predict_chrf', float('nan')):.1f}",
-                flush=True,
-            )
-        if running and time.perf_counter() - last_report > 30:
-            last_report = time.perf_counter()
-            parts, fractions = [], []
-            for name, (_, _, log, t0) in running.items():
-                step = _progress(log)
-                if step:
-                    parts.append(f"{name} {step[0]}/{step[1]}")
-                    fractions.append((step[0] / max(step[1], 1), time.perf_counter() - t0))
-                else:
-                    parts.append(f"{name} starting")
-            estimate = ""
-            if fractions and all(f > 0.05 for f, _ in fractions):
-                left = max(elapsed * (1 - f) / f for f, elapsed in fractions)
-                more = math.ceil(sum(j[2] is None for j in pending) / workers) * max(
-                    elapsed / f for f, elapsed in fractions
-                )
-                estimate = f"; about {_clock(left + more)} left in this phase"
-            print(f"  [{_clock(time.perf_counter() - started)}] " + ", ".join(parts) + estimate, flush=True)
-    return results, walls
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 # -- scoring ----------------------------------------------------------------------------------------------------------
@@ -892,7 +660,10 @@ def main(argv: list[str] | None = None) -> dict:
         flush=True,
     )
 
-    common = recipe(args.max_steps, args.max_predict_samples, args.num_beams, args.batch_size) + extra
+    common = (
+        recipe(args.max_steps, args.max_predict_samples, args.num_beams, UNTUNED.replace(batch_size=args.batch_size))
+        + extra
+    )
     print(
         "\n--- training and decoding (each trained system: train, decode the test split; then decode it again "
         "with protected placeholders) ---",
