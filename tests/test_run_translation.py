@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from testing_utils import PREDICT_SAMPLES, corpus_texts, run_without_hf_pgen, tiny_args, tiny_base
+from testing_utils import (
+    PREDICT_SAMPLES,
+    corpus_texts,
+    run_without_hf_pgen,
+    tiny_args,
+    tiny_base,
+    tiny_encoder_folder,
+)
 
 import hf_pgen  # noqa: F401  (registers the pointer-generator with the Auto classes)
 from hf_pgen import PointerGeneratorProcessor
@@ -430,6 +437,23 @@ def test_word_dropout_and_early_stopping_on_the_validation_loss(tmp_path):
     assert results["train_best_eval_loss"] == pytest.approx(min(losses.values()))
     assert "eval_bleu" in results and "eval_chrf" in results  # the final evaluation generates
     assert results["settings"]["word_dropout"] == 0.3
+
+
+@pytest.mark.slow
+def test_a_neural_metric_from_a_local_model_scores_the_test_predictions(tmp_path):
+    encoder = tiny_encoder_folder(tmp_path / "encoder")
+    results = run_translation.main(
+        tiny_args(tmp_path / "out", "--metric_model", str(encoder), "--do_eval", "false", steps=4, save_steps=4)
+    )
+    assert 0 < results["predict_bertscore_f1"] <= 1 and results["predict_bertscore_layer"] == 2
+    written = json.loads((tmp_path / "out" / "all_results.json").read_text())
+    assert written["predict_bertscore_f1"] == results["predict_bertscore_f1"]
+
+
+def test_a_neural_metric_without_its_model_is_refused_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="--metric_model .*absent does not exist"):
+        run_translation.main(tiny_args(tmp_path / "out", "--metric_model", str(tmp_path / "absent")))
+    assert not (tmp_path / "out").exists()
 
 
 # ---------------------------------------------------------------------------------------------------------------------

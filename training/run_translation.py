@@ -356,6 +356,23 @@ class DataTrainingArguments:
             "training compute the loss only; --predict_with_generate applies to the final evaluation."
         },
     )
+    metric_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "A local model folder for a neural metric of the test predictions (--neural_metric): a "
+            "Transformers encoder for BERTScore, a COMET checkpoint folder for COMET. Nothing is downloaded "
+            "(training/neural_metrics.py); needs the bert-score or unbabel-comet package."
+        },
+    )
+    neural_metric: str = field(
+        default="bertscore", metadata={"help": "bertscore or comet: what --metric_model computes."}
+    )
+    metric_layers: int | None = field(
+        default=None,
+        metadata={
+            "help": "BERTScore's layer (default: its authors' choice for the folder's model name, else the last)."
+        },
+    )
     ignore_pad_token_for_loss: bool = field(default=True, metadata={"help": "Ignore padded label positions."})
     source_prefix: str | None = field(default=None, metadata={"help": "Text prepended to every source (T5)."})
     forced_bos_token: str | None = field(
@@ -576,6 +593,15 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             "loss stops improving: add --do_train --do_eval --eval_strategy steps --eval_steps K --save_strategy "
             "steps --save_steps K --load_best_model_at_end (the best checkpoint is the one kept)."
         )
+    if data_args.metric_model is not None:
+        from training.neural_metrics import check_metric
+
+        if not (training_args.do_predict and training_args.predict_with_generate):
+            raise ValueError(
+                f"--metric_model {data_args.metric_model} scores generated test predictions: add --do_predict "
+                "--predict_with_generate (or drop --metric_model)."
+            )
+        check_metric(data_args.neural_metric, data_args.metric_model)  # before any training
     if data_args.protect is not None and not training_args.predict_with_generate:
         raise ValueError(
             f"--protect {data_args.protect} protects spans in generated outputs: add "
@@ -985,6 +1011,21 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
                 predict_dataset["oov_spacing"],
             )
             write_predictions(output_dir / "generated_predictions.txt", predictions)
+            if data_args.metric_model is not None:
+                from training.neural_metrics import neural_scores
+
+                scores = neural_scores(
+                    data_args.neural_metric,
+                    data_args.metric_model,
+                    predict_dataset["source"],
+                    predictions,
+                    predict_dataset["target"],
+                    num_layers=data_args.metric_layers,
+                )
+                metrics.update({f"predict_{k}": v for k, v in scores.items()})
+                trainer.log_metrics("predict", metrics)
+                trainer.save_metrics("predict", metrics)
+                results.update(metrics)
         if trainer.is_world_process_zero() and data_args.copy_records:
             write_copy_records(
                 output_dir,
