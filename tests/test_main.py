@@ -4,10 +4,13 @@ numbers come from `make main`)."""
 import pytest
 
 from training.main import (
+    ABLATIONS,
     RECIPE_LEVERS,
     SYSTEMS,
+    baseline_goals,
     copy_goals,
     evaluate_goals,
+    selected,
     terminology_goals,
     unseen_terms_kept,
 )
@@ -53,6 +56,7 @@ def _significance(systems, significant=True):
                 b: {
                     m: {
                         "difference": scores[a][m] - scores[b][m],
+                        "ci": [scores[a][m] - scores[b][m] - 1.0, scores[a][m] - scores[b][m] + 1.0],
                         "significant": significant,
                         "p_value": 0.001 if significant else 0.5,
                     }
@@ -192,3 +196,31 @@ def test_unseen_terms_kept_counts_only_terms_the_reference_keeps():
 
 
 pytestmark = pytest.mark.slow  # left out by `make test-fast`
+
+
+def test_make_main_runs_the_headline_systems_and_main_full_every_one():
+    headline = {s.name for s in selected(full=False)}
+    recipes = set(RECIPE.values())
+    assert headline == {"copy-source", "subword-nocopy", "subword-nocopy+protect"} | recipes | {
+        f"{r}+protect" for r in recipes
+    }
+    assert [s.name for s in selected(full=False) if s.trained] == ["subword-nocopy", *RECIPE.values()]
+    assert selected(full=True) == list(SYSTEMS)
+    assert not set(selected(full=True, ablations=False)) & set(ABLATIONS)
+    assert {"subword-nocopy-untuned", "pgen-word", "pgen-subword-gloss"} <= {s.name for s in selected(full=True)}
+
+
+@pytest.mark.parametrize("nocopy_chrf, met", [(11.0, True), (9.0, False)])
+def test_the_tuned_baseline_must_reach_copy_source_chrf(nocopy_chrf, met):
+    systems = _systems()
+    for system in systems:
+        if system["name"] == "copy-source":
+            system["metrics"]["chrf"] = 10.0
+        if system["name"] == "subword-nocopy":
+            system["metrics"]["chrf"] = nocopy_chrf
+    goals = baseline_goals(systems, _significance(systems))
+    reach, *leads = goals
+    assert reach["met"] is met
+    assert reach["detail"].startswith(f"subword-nocopy - copy-source: {nocopy_chrf - 10.0:+.1f} (95% interval")
+    assert [g["goal"].split()[0] for g in leads] == list(RECIPE.values())
+    assert all(g["met"] and "95% interval" in g["detail"] for g in leads)  # the recipe rows score higher here

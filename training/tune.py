@@ -1,0 +1,268 @@
+#!/usr/bin/env python
+"""The low-resource sweep: the main job's systems tuned on the validation split, every trial kept.
+
+Sennrich & Zhang (2019, "Revisiting Low-Resource Neural Machine Translation") showed that a model tuned for small data
+(a smaller subword vocabulary, more dropout including word dropout, label smoothing, the learning rate and batch, tied
+embeddings, training to convergence) translates where untuned settings give next to nothing. This sweep gives the
+no-copy Transformer and the pointer-generators the same levers and the same budget, and scores each trial on the
+validation split (never the test split or heldout_tools), greedy, with the job's decoding settings:
+
+    python -m training.tune                       # every trial not yet run, two at a time (one torch thread each)
+    python -m training.tune --only nc-v2k nc-b64  # these trials
+    python -m training.tune --list                # the trials and whether each has run
+    python -m training.tune --report              # writes docs/main-job/tuning.md from what has run
+
+Trials are named `<system>-<what changed>`; each changes one or a few settings of an earlier trial (its `base`), so
+the table reads as a path through the settings. Each writes `outputs/tune/<name>/` (the model, `all_results.json`
+with the validation loss, BLEU and chrF, `trial.json` with its settings). The convergence trials train until the
+validation loss has not improved for 5 evaluations (`--early_stopping_patience`) and keep the best checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from training.jobs import clock, run_jobs
+from training.recipe import PLACEHOLDERS_IN_VOCABULARY, RECIPE_LEVERS, UNTUNED, TrainingSettings, recipe, with_levers
+
+OUTPUT_DIR = Path("outputs/tune")
+REPORT = Path("docs/main-job/tuning.md")
+
+# The systems the sweep tunes: (tokenizer kind, copy mechanism, the copy levers of its recipe).
+SYSTEMS = {
+    "nc": ("unigram", False, ()),
+    "pg": ("unigram", True, RECIPE_LEVERS["unigram"]),
+    "pw": ("wordlevel", True, RECIPE_LEVERS["wordlevel"]),
+}
+SYSTEM_LABELS = {
+    "nc": "no-copy Transformer, unigram subwords",
+    "pg": "pointer-generator, unigram subwords + selective read, copy augmentation",
+    "pw": "pointer-generator, word-level + selective read, copy-next, copy augmentation",
+}
+# Convergence trials: an evaluation of the validation loss every this many steps, stopped after this many without a
+# better one.
+EVAL_EVERY, PATIENCE = 500, 5
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One run of the sweep.
+
+    Attributes:
+        name: `<system>-<what changed>`, the folder under outputs/tune.
+        system: a key of SYSTEMS.
+        settings: the trial's training settings.
+        base: the trial it changes (None for the first of a system).
+        converge: train until the validation loss is flat (`settings.max_steps` is then a ceiling).
+        note: why the trial was run, for the table.
+    """
+
+    name: str
+    system: str
+    settings: TrainingSettings
+    base: str | None = None
+    converge: bool = False
+    note: str = ""
+    extra: tuple[str, ...] = field(default=())
+
+
+def _trials() -> list[Trial]:
+    """The sweep, in the order it was run: each round changes the best setting so far in one or two ways."""
+    trials: list[Trial] = []
+
+    def add(name: str, base: str | None, note: str = "", converge: bool = False, system: str | None = None, **changes):
+        parent = next((t for t in trials if t.name == base), None)
+        settings = (parent.settings if parent else UNTUNED).replace(**changes)
+        trials.append(Trial(name, system or parent.system, settings, base, converge, note))
+
+    # Round 1: the job's settings before the sweep (5,000 updates of 16 pairs, 8,000 unigram pieces), and a smaller
+    # vocabulary, Sennrich & Zhang's first lever (and 1.6 times the updates per second on one core).
+    add("nc-base", None, "the job's recipe before the sweep", system="nc")
+    add("nc-v2k", "nc-base", "smaller vocabulary", vocab_size=2000)
+    return trials
+
+
+TRIALS = _trials()
+
+
+def _tokenizer_folder(out: Path, kind: str, vocab_size: int) -> Path:
+    return out / "tokenizers" / f"{kind}-{vocab_size}"
+
+
+def trial_args(trial: Trial, out: Path) -> list[str]:
+    """run_translation arguments of a trial: the recipe with its settings, trained and scored on the validation split
+    (greedy, the job's generation settings), nothing decoded on the test split."""
+    kind, copy, levers = SYSTEMS[trial.system]
+    args = [a for a in recipe(None, None, 1, trial.settings) if a != "--do_predict"]
+    args += [
+        "--do_eval",
+        "--tokenizer_name",
+        str(_tokenizer_folder(out, kind, trial.settings.vocab_size)),
+        "--output_dir",
+        str(out / trial.name),
+        "--overwrite_output_dir",
+        "--disable_tqdm",
+        "true",
+        "--copy_mechanism" if copy else "--no_copy_mechanism",
+        *(with_levers(levers) if copy else ()),
+    ]
+    if trial.converge:
+        args += [
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            str(EVAL_EVERY),
+            "--save_strategy",
+            "steps",
+            "--save_steps",
+            str(EVAL_EVERY),
+            "--load_best_model_at_end",
+            "--early_stopping_patience",
+            str(PATIENCE),
+        ]
+    else:
+        args += ["--save_strategy", "no"]
+    return args + list(trial.extra)
+
+
+def _train_tokenizers(trials: list[Trial], out: Path) -> None:
+    """The shared tokenizers the trials need, trained once on the training split (as the main job trains its own)."""
+    from hf_pgen.corpus import load_en_de_messages
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
+
+    texts = None
+    for kind, size in sorted({(SYSTEMS[t.system][0], t.settings.vocab_size) for t in trials}):
+        folder = _tokenizer_folder(out, kind, size)
+        if (folder / "tokenizer.json").is_file():
+            continue
+        if texts is None:
+            train = load_en_de_messages("train")["translation"]
+            texts = [p["en"] for p in train] + [p["de"] for p in train]
+        train_shared_tokenizer(
+            texts, kind, size, placeholders_in_vocabulary=PLACEHOLDERS_IN_VOCABULARY[kind]
+        ).save_pretrained(folder)
+
+
+def finished(trial: Trial, out: Path) -> dict | None:
+    """The trial's results if it has run with its current settings, else None."""
+    path = out / trial.name / "trial.json"
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    return record if record.get("settings") == asdict(trial.settings) else None
+
+
+def run(trials: list[Trial], out: Path, workers: int) -> None:
+    """Run `trials` (`workers` at a time) and write each one's trial.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    _train_tokenizers(trials, out)
+    jobs = [(t.name, trial_args(t, out), None) for t in trials]
+    started = time.perf_counter()
+    results, walls = run_jobs(jobs, out, workers, started)
+    for trial in trials:
+        record = {
+            "name": trial.name,
+            "system": trial.system,
+            "base": trial.base,
+            "converge": trial.converge,
+            "note": trial.note,
+            "settings": asdict(trial.settings),
+            "results": results[trial.name],
+            "wall_s": walls.get(trial.name),
+            "argv": trial_args(trial, out),
+        }
+        (out / trial.name / "trial.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    print(f"Ran {len(trials)} trials in {clock(time.perf_counter() - started)}.")
+
+
+# -- the table ---------------------------------------------------------------------------------------------------------
+
+_SHOWN = {
+    "vocab_size": "vocabulary",
+    "batch_size": "batch",
+    "max_steps": "steps",
+    "learning_rate": "lr",
+    "warmup_fraction": "warm-up",
+    "label_smoothing": "label smoothing",
+    "dropout": "dropout",
+    "attention_dropout": "attention dropout",
+    "activation_dropout": "activation dropout",
+    "word_dropout": "word dropout",
+    "target_word_dropout": "target word dropout",
+    "weight_decay": "weight decay",
+}
+
+
+def _changes(trial: Trial, by_name: dict[str, Trial]) -> str:
+    """What the trial changes against its base, e.g. `vocabulary 8000 -> 2000`."""
+    if trial.base is None:
+        return "(start)"
+    before, after = asdict(by_name[trial.base].settings), asdict(trial.settings)
+    parts = [f"{_SHOWN[k]} {before[k]:g} -> {after[k]:g}" for k in _SHOWN if before[k] != after[k]]
+    if trial.converge:
+        parts.append("to convergence")
+    return ", ".join(parts) or "(same settings)"
+
+
+def report(trials: list[Trial], out: Path) -> str:
+    """The markdown table of every trial that has run: settings, validation scores, time."""
+    by_name = {t.name: t for t in trials}
+    rows = []
+    for trial in trials:
+        record = finished(trial, out)
+        if record is None:
+            continue
+        r, s = record["results"], trial.settings
+        steps = r.get("train_steps", s.max_steps)
+        best = f" (best {r['train_best_step']})" if "train_best_step" in r else ""
+        rows.append(
+            f"| {trial.name} | {trial.base or ''} | {_changes(trial, by_name)} | {s.vocab_size} | {s.batch_size} | "
+            f"{steps}{best} | {steps * s.batch_size / 1000:.0f}k | {r['eval_loss']:.3f} | {r['eval_bleu']:.1f} | "
+            f"{r['eval_chrf']:.1f} | {clock(r['train_runtime'])} | {trial.note} |"
+        )
+    header = (
+        "| trial | base | change | vocabulary | batch | updates | pairs seen | validation loss | BLEU | chrF | "
+        "training time | why |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    )
+    return header + "\n" + "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", type=Path, default=OUTPUT_DIR)
+    parser.add_argument("--only", nargs="+", help="Run these trials (default: every trial not yet run).")
+    parser.add_argument("--workers", type=int, default=2, help="Trials side by side (one torch thread each).")
+    parser.add_argument("--list", action="store_true", help="List the trials and whether each has run.")
+    parser.add_argument("--report", action="store_true", help=f"Write the table of the trials run to {REPORT}.")
+    args = parser.parse_args(argv)
+    names = {t.name for t in TRIALS}
+    unknown = sorted(set(args.only or ()) - names)
+    if unknown:
+        raise SystemExit(f"Unknown trials {unknown}; `python -m training.tune --list` lists them.")
+    if args.list:
+        for trial in TRIALS:
+            state = "run" if finished(trial, args.output_dir) else "not run"
+            print(f"{trial.name:24} {state:8} {_changes(trial, {t.name: t for t in TRIALS})}")
+        return
+    if args.report:
+        REPORT.write_text(
+            "# The low-resource sweep: every trial, scored on the validation split\n\n"
+            "Written by `python -m training.tune --report`; docs/main-job/README.md says what the sweep found.\n\n"
+            + report(TRIALS, args.output_dir),
+            encoding="utf-8",
+        )
+        print(f"Wrote {REPORT}.")
+        return
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ["OMP_NUM_THREADS"] = "1"
+    chosen = [t for t in TRIALS if (t.name in args.only if args.only else not finished(t, args.output_dir))]
+    run(chosen, args.output_dir, args.workers)
+
+
+if __name__ == "__main__":
+    main()
