@@ -5,7 +5,7 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main main-full test test-fast quality benchmark browser dictionary clean model_card.md
+.PHONY: setup main main-full ddtp test test-fast quality benchmark browser dictionary clean model_card.md
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
@@ -30,8 +30,12 @@ setup: $(VENV)/.installed
 main: setup dictionary
 	$(VENV)/bin/python -m training.main $(MAIN_ARGS)
 
-main-full: setup dictionary
+main-full: setup dictionary ddtp
 	$(VENV)/bin/python -m training.main --full --output_dir outputs/main-full $(MAIN_ARGS)
+
+# The DDTP English-German corpus (Debian's package descriptions): fetched with apt and built into the user's cache.
+ddtp: setup
+	$(VENV)/bin/python -m training.data.ddtp
 
 # The main job's term rows draw terms from Debian's FreeDict English-German dictionary (GPL-3+), read at run time.
 dictionary:

@@ -1,7 +1,8 @@
 """Runs of `run_translation.main` side by side, one process and one torch thread each, with progress on the console.
 
 The main job and the tuning sweep run their systems through `run_jobs`: each job is `(name, run_translation argv,
-name of the job it needs first or None)`; a job starts once what it needs has finished, `workers` at a time. Each
+name of the job it needs first or None)`, or with a fourth item, the module whose `main(argv)` runs instead
+(`"training.backtranslate"`, say); a job starts once what it needs has finished, `workers` at a time. Each
 child writes its own log (`<out>/<name>.log`); the console gets the steps of every running job and an estimate of
 the time left.
 """
@@ -18,8 +19,10 @@ from pathlib import Path
 __all__ = ["run_jobs", "clock"]
 
 
-def _run_child(argv: list[str], log_path: str, queue) -> None:
-    """run_translation.main(argv) in a child process with one torch thread, its output going to log_path."""
+def _run_child(argv: list[str], log_path: str, queue, entry: str = "training.run_translation") -> None:
+    """`<entry>.main(argv)` (run_translation's by default) in a child process with one torch thread, its output going
+    to log_path."""
+    import importlib
     import traceback
 
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -31,9 +34,7 @@ def _run_child(argv: list[str], log_path: str, queue) -> None:
         import torch
 
         torch.set_num_threads(1)
-        from training import run_translation
-
-        results = run_translation.main(argv)
+        results = dict(importlib.import_module(entry).main(argv) or {})
         results.pop("settings", None)
         queue.put(("ok", results))
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises
@@ -57,12 +58,10 @@ def _progress(log_path: Path) -> tuple[int, int] | None:
     return (int(found[-1][0]), int(found[-1][1])) if found else None
 
 
-def run_jobs(
-    jobs: list[tuple[str, list[str], str | None]], out: Path, workers: int, started: float, done: dict | None = None
-) -> tuple[dict, dict]:
-    """Run `(name, run_translation argv, name of the job it needs first or None)` jobs, `workers` at a time, in
+def run_jobs(jobs: list[tuple], out: Path, workers: int, started: float, done: dict | None = None) -> tuple[dict, dict]:
+    """Run `(name, argv, name of the job it needs first or None[, entry module])` jobs, `workers` at a time, in
     order as their needs are met, printing progress; returns their results (with those of `done`, finished before)
-    and wall times."""
+    and wall times. The entry module defaults to `training.run_translation`."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
@@ -71,11 +70,13 @@ def run_jobs(
     while pending or running:
         ready = [job for job in pending if job[2] is None or job[2] in results]
         while ready and len(running) < workers:
-            name, argv, _ = job = ready.pop(0)
+            job = ready.pop(0)
+            name, argv, entry = job[0], job[1], (job[3] if len(job) > 3 else "training.run_translation")
             pending.remove(job)
             queue = context.Queue()
             log = out / f"{name}.log"
-            process = context.Process(target=_run_child, args=(argv, str(log), queue), daemon=True)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            process = context.Process(target=_run_child, args=(argv, str(log), queue, entry), daemon=True)
             process.start()
             running[name] = (process, queue, log, time.perf_counter())
             print(f"  started {name} (log: {log})", flush=True)

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import json
 import os
 import platform
@@ -670,6 +671,17 @@ def main(argv: list[str] | None = None) -> dict:
         action="store_true",
         help="Delete an earlier run's folders first (default: resume the trained systems from their checkpoints).",
     )
+    parser.add_argument(
+        "--no_data_conditions",
+        dest="data_conditions",
+        action="store_false",
+        help="With --full: leave out the data experiment (messages, + DDTP, + backtranslation, + tag), which needs "
+        "the DDTP corpus (`make ddtp`).",
+    )
+    parser.add_argument("--ddtp_dir", default=None, help="Where the DDTP corpus was built (default: its cache).")
+    parser.add_argument(
+        "--bt_samples", type=int, default=None, help="Backtranslate only the first N DDTP German texts (default: all)."
+    )
     parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
     parser.add_argument(
         "--dictionary",
@@ -831,6 +843,27 @@ def main(argv: list[str] | None = None) -> dict:
         )
         for s in heldout_systems(chosen)
     ]
+    conditions = args.full and args.data_conditions
+    if conditions:  # the controlled data experiment (training/data_conditions.py)
+        from hf_pgen.corpus import CORPUS_DIR as MESSAGES
+        from training.data.ddtp import corpus_files
+        from training.data_conditions import condition_jobs
+
+        ddtp = corpus_files(args.ddtp_dir)  # built by `make ddtp`; the error says how
+        condition_settings = PGEN_SUBWORD.replace(**overrides)
+        shared = out / "tokenizers" / f"unigram-{condition_settings.vocab_size}-messages-ddtp"
+        if not (shared / "tokenizer.json").is_file():
+            from hf_pgen.tokenizer_training import train_shared_tokenizer
+            from training.backtranslate import read_monolingual
+
+            texts = list(train_texts)
+            for language in ("en", "de"):
+                texts += [t for t in read_monolingual(ddtp["train"], language) if t.strip()]
+            train_shared_tokenizer(texts, "unigram", condition_settings.vocab_size).save_pretrained(shared)
+        messages = {split: MESSAGES / f"{split}.jsonl.gz" for split in ("train", "test", HELDOUT_SPLIT)}
+        jobs += condition_jobs(
+            out, condition_settings, shared, messages, ddtp, args.max_predict_samples, args.num_beams, args.bt_samples
+        )
     done = {}
     if args.reuse_predictions:
         for name, *_ in jobs:
@@ -961,6 +994,22 @@ def main(argv: list[str] | None = None) -> dict:
     (out / "comparison.json").write_text(
         json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
     )
+    if conditions:
+        from training.data_conditions import conditions_table, score_conditions
+
+        ddtp_test = [json.loads(line)["translation"] for line in gzip.open(ddtp["test"], "rt", encoding="utf-8")]
+        if args.max_predict_samples is not None:
+            ddtp_test = ddtp_test[: args.max_predict_samples]
+        evaluations = {
+            "test": (sources, references),
+            HELDOUT_SPLIT: ([p["en"] for p in heldout], [p["de"] for p in heldout]),
+            "ddtp_test": ([p["en"] for p in ddtp_test], [p["de"] for p in ddtp_test]),
+        }
+        comparison["data_conditions"] = score_conditions(out, evaluations, train_texts)
+        second_table += "\n\n### Data conditions\n\n" + conditions_table(comparison["data_conditions"])
+        (out / "comparison.json").write_text(
+            json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+        )
     (out / "results.md").write_text(f"{table}\n\n{goals}\n\n{second_table}", encoding="utf-8")
     plot_results(comparison, out / "results.png")
 
