@@ -7,9 +7,11 @@ from training.main import (
     ABLATIONS,
     RECIPE_LEVERS,
     SYSTEMS,
+    add_neural_metric,
     baseline_goals,
     copy_goals,
     evaluate_goals,
+    neural_metric_table,
     selected,
     terminology_goals,
     unseen_terms_kept,
@@ -224,3 +226,19 @@ def test_the_tuned_baseline_must_reach_copy_source_chrf(nocopy_chrf, met):
     assert reach["detail"].startswith(f"subword-nocopy - copy-source: {nocopy_chrf - 10.0:+.1f} (95% interval")
     assert [g["goal"].split()[0] for g in leads] == list(RECIPE.values())
     assert all(g["met"] and "95% interval" in g["detail"] for g in leads)  # the recipe rows score higher here
+
+
+@pytest.mark.slow
+def test_a_neural_metric_joins_every_systems_metrics_and_the_table(tmp_path):
+    from testing_utils import corpus_pairs, tiny_encoder_folder
+
+    encoder = tiny_encoder_folder(tmp_path / "encoder")
+    pairs = corpus_pairs("validation", limit=12)
+    sources, references = [en for en, _ in pairs], [de for _, de in pairs]
+    systems = [{"name": n, "label": n, "metrics": {}} for n in ("copy-source", "reference")]
+    outputs = {"copy-source": sources, "reference": references}
+    add_neural_metric(systems, outputs, sources, references, "bertscore", str(encoder))
+    copied, perfect = (s["metrics"]["bertscore_f1"] for s in systems)
+    assert perfect == pytest.approx(1.0, abs=1e-4) and copied < perfect
+    table = neural_metric_table(systems, "bertscore", str(encoder))
+    assert "| system | bertscore_f1 |" in table and f"| reference | {perfect:.4f} |" in table

@@ -36,6 +36,8 @@ def _run_child(argv: list[str], log_path: str, queue, entry: str = "training.run
         torch.set_num_threads(1)
         results = dict(importlib.import_module(entry).main(argv) or {})
         results.pop("settings", None)
+        # This process' own CPU time: what the job costs on a machine of its own, however many shared this one.
+        results["cpu_seconds"] = round(time.process_time(), 1)
         queue.put(("ok", results))
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises
         queue.put(("error", traceback.format_exc()))

@@ -399,6 +399,22 @@ def score_heldout(
     }
 
 
+def add_neural_metric(
+    systems: list[dict], outputs: dict[str, list[str]], sources, references, metric: str, model_path: str
+) -> None:
+    """Each system's corpus BERTScore or COMET on the test split (`training.neural_metrics`), into its metrics."""
+    from training.neural_metrics import neural_scores
+
+    for system in systems:
+        system["metrics"].update(neural_scores(metric, model_path, sources, outputs[system["name"]], references))
+
+
+def neural_metric_table(systems: list[dict], metric: str, model_path: str) -> str:
+    key = "bertscore_f1" if metric == "bertscore" else "comet"
+    rows = "\n".join(f"| {s['label']} | {s['metrics'][key]:.4f} |" for s in systems)
+    return f"{metric} from {model_path}, test split:\n\n| system | {key} |\n|---|---:|\n{rows}"
+
+
 def read_predictions(folder: Path) -> list[str]:
     lines = (folder / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:-1]
     return [line.replace("\\n", "\n") for line in lines]
@@ -680,6 +696,12 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--ddtp_dir", default=None, help="Where the DDTP corpus was built (default: its cache).")
     parser.add_argument(
+        "--metric_model",
+        default=None,
+        help="A local model folder: every system's test outputs also get --neural_metric (training/neural_metrics.py).",
+    )
+    parser.add_argument("--neural_metric", default="bertscore", choices=("bertscore", "comet"))
+    parser.add_argument(
         "--bt_samples", type=int, default=None, help="Backtranslate only the first N DDTP German texts (default: all)."
     )
     parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
@@ -692,6 +714,10 @@ def main(argv: list[str] | None = None) -> dict:
     if extra and extra[0] == "--":
         extra = extra[1:]
 
+    if args.metric_model:
+        from training.neural_metrics import check_metric
+
+        check_metric(args.neural_metric, args.metric_model)  # before any training
     cores = os.cpu_count() or 1
     chosen = selected(args.full, args.ablations)
     trained = [s for s in chosen if s.trained]
@@ -932,6 +958,8 @@ def main(argv: list[str] | None = None) -> dict:
             }
         )
     sig = significance(references, outputs, baseline="copy-source")
+    if args.metric_model:  # a neural metric from the user's local model (nothing downloaded)
+        add_neural_metric(systems, outputs, sources, references, args.neural_metric, args.metric_model)
     second = score_heldout([p["en"] for p in heldout], [p["de"] for p in heldout], train_texts, out, chosen)
     comparison = {
         "date": date.today().isoformat(),
@@ -987,6 +1015,8 @@ def main(argv: list[str] | None = None) -> dict:
     comparison["wall_seconds"] = walls
 
     table, goals = markdown_table(comparison), goals_table(comparison)
+    if args.metric_model:
+        table += "\n\n" + neural_metric_table(systems, args.neural_metric, args.metric_model)
     second_table = (
         f"### The second held-out set: {len(heldout)} messages of command-line tools and libraries\n\n"
         f"{markdown_table(second)}\n{goals_table(second)}"

@@ -87,6 +87,8 @@ def _trials() -> list[Trial]:
     # Round 2: 4 times the batch at 2/5 of the updates (the same time on one core at 2,000 pieces, 1.6 times the
     # pairs seen): on a CPU an update of 64 pairs costs little more than one of 16.
     add("nc-v2k-b64", "nc-v2k", "more pairs per second", batch_size=64, max_steps=2000)
+    # The unigram recipe pointer-generator with the job's settings before the sweep: its validation reference.
+    add("pg-base", None, "the job's recipe before the sweep", system="pg")
     return trials
 
 
