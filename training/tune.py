@@ -214,10 +214,40 @@ def _changes(trial: Trial, by_name: dict[str, Trial]) -> str:
     return ", ".join(parts) or "(same settings)"
 
 
+def _copy_source_row() -> str:
+    """Copying the source, scored on the validation split as the trials are: the floor in the same table."""
+    from hf_pgen.corpus import load_en_de_messages
+    from hf_pgen.metrics import translation_metrics
+
+    pairs = load_en_de_messages("validation")["translation"]
+    sources = [p["en"] for p in pairs]
+    scores = translation_metrics(sources, sources, [p["de"] for p in pairs])
+    return f"| copy the source verbatim | | | | | | | | | {scores['bleu']:.1f} | {scores['chrf']:.1f} | | the floor |"
+
+
+def _train_losses(folder: Path) -> str:
+    """The training loss logged halfway and last (from trainer_state.json): whether it was still falling."""
+    state = folder / "trainer_state.json"
+    if not state.is_file():
+        return "n/a"
+    losses = [(e["step"], e["loss"]) for e in json.loads(state.read_text())["log_history"] if "loss" in e]
+    if not losses:
+        return "n/a"
+    half = losses[len(losses) // 2]
+    return f"{half[1]:.2f} (step {half[0]}) -> {losses[-1][1]:.2f}"
+
+
+def _cost(record: dict) -> str:
+    """Training wall time, and the run's own CPU time where it was measured (the machine was shared)."""
+    r = record["results"]
+    cpu = r.get("cpu_seconds")
+    return clock(r["train_runtime"]) + (f" ({clock(cpu)})" if cpu else "")
+
+
 def report(trials: list[Trial], out: Path) -> str:
     """The markdown table of every trial that has run: settings, validation scores, time."""
     by_name = {t.name: t for t in trials}
-    rows = []
+    rows = [_copy_source_row()]
     for trial in trials:
         record = finished(trial, out)
         if record is None:
@@ -227,14 +257,100 @@ def report(trials: list[Trial], out: Path) -> str:
         best = f" (best {r['train_best_step']})" if "train_best_step" in r else ""
         rows.append(
             f"| {trial.name} | {trial.base or ''} | {_changes(trial, by_name)} | {s.vocab_size} | {s.batch_size} | "
-            f"{steps}{best} | {steps * s.batch_size / 1000:.0f}k | {r['eval_loss']:.3f} | {r['eval_bleu']:.1f} | "
-            f"{r['eval_chrf']:.1f} | {clock(r['train_runtime'])} | {trial.note} |"
+            f"{steps}{best} | {steps * s.batch_size / 1000:.0f}k | {_train_losses(out / trial.name)} | "
+            f"{r['eval_loss']:.3f} | {r['eval_bleu']:.1f} | {r['eval_chrf']:.1f} | {_cost(record)} | {trial.note} |"
         )
     header = (
-        "| trial | base | change | vocabulary | batch | updates | pairs seen | validation loss | BLEU | chrF | "
-        "training time | why |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        "| trial | base | change | vocabulary | batch | updates | pairs seen | training loss, halfway -> last | "
+        "validation loss | BLEU | chrF | training: wall (CPU) | why |\n"
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     )
     return header + "\n" + "\n".join(rows) + "\n"
+
+
+# -- the final check: the chosen trials, once, on the test split and heldout_tools ---------------------------------
+
+FINAL_REPORT = Path("docs/main-job/tuned-test.md")
+
+
+def final_jobs(names: list[str], out: Path) -> list[tuple]:
+    """Decode each chosen trial's model on the test split and on heldout_tools, greedy and with protected placeholders
+    (the main job's decodings), into `<out>/final/<split>/<name>[+protect]`."""
+    from hf_pgen.corpus import CORPUS_DIR
+    from training.recipe import decode_recipe
+
+    jobs = []
+    for name in names:
+        copy = _copies(name)
+        for split in ("test", "heldout_tools"):
+            for suffix, guard in (("", ()), ("+protect", ("--protect", "placeholders"))):
+                folder = out / "final" / split / (name + suffix)
+                argv = decode_recipe(out / name, copy, None, 1, guard) + ["--output_dir", str(folder)]
+                jobs.append(
+                    (
+                        f"final/{split}/{name}{suffix}",
+                        argv + ["--test_file", str(CORPUS_DIR / f"{split}.jsonl.gz")],
+                        None,
+                    )
+                )
+    return jobs
+
+
+def final_report(names: list[str], out: Path) -> str:
+    """The chosen trials against copy-source on the test split and heldout_tools, scored as the main job scores
+    (`training.main.score`, paired bootstrap), with each pointer-generator's lead over each no-copy model."""
+    from hf_pgen.corpus import load_en_de_messages
+    from training.main import read_predictions, score, unseen_terms
+    from training.report import markdown_table, significance
+
+    train = load_en_de_messages("train")["translation"]
+    train_texts = [p["en"] for p in train] + [p["de"] for p in train]
+    labels = {t.name: f"{SYSTEM_LABELS[t.system]} ({t.name})" for t in TRIALS}
+    parts = []
+    for split in ("test", "heldout_tools"):
+        pairs = load_en_de_messages(split)["translation"]
+        sources, references = [p["en"] for p in pairs], [p["de"] for p in pairs]
+        outputs = {"copy-source": sources}
+        for name in names:
+            for suffix in ("", "+protect"):
+                outputs[name + suffix] = read_predictions(out / "final" / split / (name + suffix))
+        terms = unseen_terms(sources, train_texts)
+        sig = significance(references, outputs, baseline="copy-source")
+        systems = [
+            {
+                "name": key,
+                "label": "copy the source verbatim"
+                if key == "copy-source"
+                else labels[key.split("+")[0]] + (" + protected placeholders" if key.endswith("+protect") else ""),
+                "protect": key.endswith("+protect"),
+                "metrics": score(sources, references, predictions, terms),
+            }
+            for key, predictions in outputs.items()
+        ]
+        parts.append(
+            f"### {split} ({len(sources)} messages)\n\n" + markdown_table({"systems": systems, "significance": sig})
+        )
+        leads = []
+        for copier in (n for n in names if _copies(n)):
+            for plain in (n for n in names if not _copies(n)):
+                for suffix in ("", "+protect"):
+                    for metric in ("bleu", "chrf"):
+                        c = sig["comparisons"][copier + suffix][plain + suffix][metric]
+                        leads.append(
+                            f"| {copier}{suffix} - {plain}{suffix} | {metric} | {c['difference']:+.1f} | "
+                            f"{c['ci'][0]:+.1f} to {c['ci'][1]:+.1f} | {c['p_value']:.3f} |"
+                        )
+        if leads:
+            parts.append(
+                "The pointer-generator's lead (paired bootstrap, 95% interval):\n\n"
+                "| difference | metric | value | interval | p |\n|---|---|---:|---|---:|\n" + "\n".join(leads)
+            )
+    return "\n\n".join(parts) + "\n"
+
+
+def _copies(name: str) -> bool:
+    """Whether the trial's system has the copy mechanism."""
+    return SYSTEMS[next(t for t in TRIALS if t.name == name).system][1]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -244,15 +360,39 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="Trials side by side (one torch thread each).")
     parser.add_argument("--list", action="store_true", help="List the trials and whether each has run.")
     parser.add_argument("--report", action="store_true", help=f"Write the table of the trials run to {REPORT}.")
+    parser.add_argument(
+        "--final",
+        nargs="+",
+        help=f"Once the choices are made: decode these trials' models on the test split and heldout_tools and write "
+        f"{FINAL_REPORT} (never used to choose).",
+    )
     args = parser.parse_args(argv)
     names = {t.name for t in TRIALS}
-    unknown = sorted(set(args.only or ()) - names)
+    unknown = sorted((set(args.only or ()) | set(args.final or ())) - names)
     if unknown:
         raise SystemExit(f"Unknown trials {unknown}; `python -m training.tune --list` lists them.")
     if args.list:
         for trial in TRIALS:
             state = "run" if finished(trial, args.output_dir) else "not run"
             print(f"{trial.name:24} {state:8} {_changes(trial, {t.name: t for t in TRIALS})}")
+        return
+    if args.final:
+        os.environ["OMP_NUM_THREADS"] = "1"
+        jobs = [
+            job
+            for job in final_jobs(args.final, args.output_dir)
+            if not (args.output_dir / job[0] / "generated_predictions.txt").is_file()
+        ]
+        run_jobs(jobs, args.output_dir, args.workers, time.perf_counter())
+        FINAL_REPORT.write_text(
+            "# The tuned systems on the test split and heldout_tools\n\n"
+            "Written by `python -m training.tune --final "
+            + " ".join(args.final)
+            + "`, after every choice was made on the validation split (docs/main-job/tuning.md).\n\n"
+            + final_report(args.final, args.output_dir),
+            encoding="utf-8",
+        )
+        print(f"Wrote {FINAL_REPORT}.")
         return
     if args.report:
         REPORT.write_text(
