@@ -89,6 +89,12 @@ def _trials() -> list[Trial]:
     add("nc-v2k-b64", "nc-v2k", "more pairs per second", batch_size=64, max_steps=2000)
     # The unigram recipe pointer-generator with the job's settings before the sweep: its validation reference.
     add("pg-base", None, "the job's recipe before the sweep", system="pg")
+    # Round 3: 64-pair batches lost to 16-pair ones (updates count, not pairs), so the vocabulary again, smaller still.
+    add("nc-v1k", "nc-v2k", "smaller vocabulary still", vocab_size=1000)
+    # Round 4: Sennrich & Zhang's regularisation on the best no-copy settings, and the vocabulary that helped the
+    # no-copy model given to the pointer-generator (the same lever, the same budget).
+    add("nc-v2k-drop", "nc-v2k", "regularisation", dropout=0.3, word_dropout=0.1)
+    add("pg-v2k", "pg-base", "the no-copy model's best lever", vocab_size=2000)
     return trials
 
 
@@ -383,7 +389,10 @@ def main(argv: list[str] | None = None) -> None:
             for job in final_jobs(args.final, args.output_dir)
             if not (args.output_dir / job[0] / "generated_predictions.txt").is_file()
         ]
-        run_jobs(jobs, args.output_dir, args.workers, time.perf_counter())
+        results, walls = run_jobs(jobs, args.output_dir, args.workers, time.perf_counter())
+        for name, result in results.items():  # the decoding's cost: its own CPU time and the wall time it took
+            record = {"cpu_seconds": result.get("cpu_seconds"), "wall_seconds": walls.get(name)}
+            (args.output_dir / name / "job.json").write_text(json.dumps(record) + "\n", encoding="utf-8")
         FINAL_REPORT.write_text(
             "# The tuned systems on the test split and heldout_tools\n\n"
             "Written by `python -m training.tune --final "
