@@ -67,3 +67,34 @@ def test_each_condition_adds_one_thing_and_waits_for_what_it_needs(tmp_path):
             assert by_name[f"{evaluation}/{condition.name}"][2] == condition.name
     mixes = [entry[n] for n in by_name if n.startswith("data/mix")]
     assert set(mixes) == {"training.data.mix"}
+
+
+def test_each_condition_is_scored_on_every_set_against_the_previous_one(tmp_path):
+    from testing_utils import corpus_pairs
+
+    from training.data_conditions import EVALUATIONS, conditions_table, score_conditions
+    from training.evaluation import write_predictions
+
+    pairs = corpus_pairs("validation", limit=30)
+    sources, references = [en for en, _ in pairs], [de for _, de in pairs]
+    # messages alone copies the source; each later condition gets one more reference sentence right
+    for rank, condition in enumerate(CONDITIONS):
+        outputs = [ref if i < 5 * rank else src for i, (src, ref) in enumerate(zip(sources, references))]
+        for evaluation in EVALUATIONS:
+            folder = tmp_path / condition.name if evaluation == "test" else tmp_path / evaluation / condition.name
+            folder.mkdir(parents=True, exist_ok=True)
+            write_predictions(folder / "generated_predictions.txt", outputs)
+    scores = score_conditions(tmp_path, {e: (sources, references) for e in EVALUATIONS}, [])
+    assert set(scores) == set(EVALUATIONS)
+    steps = scores["ddtp_test"]["steps"]
+    assert [(s["condition"], s["versus"]) for s in steps] == [
+        (later.name, earlier.name) for earlier, later in zip(CONDITIONS, CONDITIONS[1:])
+    ]
+    assert all(s["chrf"]["difference"] > 0 and s["chrf"]["ci"][0] <= s["chrf"]["difference"] for s in steps)
+    copy = scores["test"]["systems"]["copy-source"]
+    assert (
+        copy["placeholders_kept"] == 1.0
+        and copy["chrf"]["score"] == scores["test"]["systems"]["data-messages"]["chrf"]["score"]
+    )
+    table = conditions_table(scores)
+    assert table.count("#### ") == 3 and "| + the <BT> tag |" in table
