@@ -95,6 +95,20 @@ def _trials() -> list[Trial]:
     # no-copy model given to the pointer-generator (the same lever, the same budget).
     add("nc-v2k-drop", "nc-v2k", "regularisation", dropout=0.3, word_dropout=0.1)
     add("pg-v2k", "pg-base", "the no-copy model's best lever", vocab_size=2000)
+    # To convergence: each chosen system until its validation loss has not improved for PATIENCE evaluations of
+    # EVAL_EVERY updates (a ceiling of 60,000 updates, 35 epochs; the warm-up stays 417 updates). Not run yet: many
+    # hours of CPU.
+    add(
+        "nc-v2k-converge",
+        "nc-v2k",
+        "training to convergence",
+        converge=True,
+        max_steps=60000,
+        warmup_fraction=417 / 60000,
+    )
+    add(
+        "pg-converge", "pg-base", "training to convergence", converge=True, max_steps=60000, warmup_fraction=417 / 60000
+    )
     return trials
 
 
