@@ -26,7 +26,7 @@ $(VENV_523)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The README's headline table (about 30 minutes on 2 cores, set-up included); main-full: every system of the job.
+# The README's headline table (about 25 minutes on 2 cores, set-up included, estimated); main-full: every system.
 main: setup dictionary
 	$(VENV)/bin/python -m training.main $(MAIN_ARGS)
 

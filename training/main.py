@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The main job: does copying beat not translating, and a no-copy model tuned for small data?
 
-    python -m training.main                 # what `make main` runs: the README's headline table (about 30 minutes
+    python -m training.main                 # what `make main` runs: the README's headline table (about 25 minutes
                                             # on 2 CPU cores, set-up included)
     python -m training.main --full          # make main-full: every system below
     python -m training.main --full --no_ablations   # without the rows of each copy lever alone
