@@ -137,7 +137,8 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "--glossary",
         metavar="FILE",
         help="a term base, two columns per line (source term, target term; TSV, or CSV for .csv files): where a "
-        "source term occurs as whole words, its target term is placed in the output",
+        "source term occurs as whole words, its target term is placed in the output; a summary of how many "
+        "entries applied goes to stderr",
     )
     translate.add_argument(
         "--glossary-mode",
@@ -147,7 +148,14 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "written into the source, for a model trained to read them (run_translation --glossary_augmentation)",
     )
     translate.add_argument(
-        "--glossary-ignore-case", action="store_true", help="match source terms in any case (Storage, STORAGE)"
+        "--glossary-ignore-case", action="store_true", help="match source terms in any case (Storage, sToRaGe)"
+    )
+    translate.add_argument(
+        "--glossary-match",
+        choices=("inflected", "exact"),
+        default="inflected",
+        help="inflected (default): a source term also matches its inflected forms (server: servers; upload: "
+        "uploading) and the capitals a text brings (Create, SERVER); exact: only as written",
     )
     translate.add_argument(
         "--device", default="cpu", help='where the model runs: "cpu" (default), "cuda", "cuda:1", "mps"'
@@ -230,8 +238,12 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
 
         texts = args.texts if args.texts else _stdin_lines()
         total = len(args.texts) if args.texts else None
-        records, done = [], 0
+        records, done, applied = [], 0, []
         for batch in _batches(texts, batch_size):
+            if glossary is not None:
+                from .glossary import apply_glossaries
+
+                applied += apply_glossaries(batch, glossary, None)[2]
             try:
                 results = translator(batch, batch_size=len(batch), **call)
             except ValueError as error:  # the pipeline's own checks (e.g. overlapping protected literals)
@@ -248,6 +260,10 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
             if not args.quiet and (done > batch_size or (total or 0) > batch_size):
                 print(f"hf-pgen: translated {done}{f'/{total}' if total else ''} lines", file=sys.stderr, flush=True)
 
+    if glossary is not None and not args.quiet:
+        from .glossary import term_base_summary
+
+        print(f"hf-pgen: {args.glossary}: {term_base_summary(glossary, applied)}", file=sys.stderr)
     if args.explain:
         from . import visualize
 
@@ -307,13 +323,13 @@ def _stdin_lines() -> Iterator[str]:
 def _load_glossary(args: argparse.Namespace) -> Any:
     """--glossary FILE -> a Glossary, read before the model loads, so that a bad line fails at once."""
     if args.glossary is None:
-        if args.glossary_mode != "guarantee" or args.glossary_ignore_case:
-            raise _Error("--glossary-mode and --glossary-ignore-case need --glossary FILE")
+        if args.glossary_mode != "guarantee" or args.glossary_ignore_case or args.glossary_match != "inflected":
+            raise _Error("--glossary-mode, --glossary-ignore-case and --glossary-match need --glossary FILE")
         return None
     from .glossary import Glossary
 
     try:
-        return Glossary.from_file(args.glossary, ignore_case=args.glossary_ignore_case)
+        return Glossary.from_file(args.glossary, ignore_case=args.glossary_ignore_case, match=args.glossary_match)
     except (OSError, ValueError) as error:
         raise _Error(f"--glossary: {_first_line(error)}") from None
 

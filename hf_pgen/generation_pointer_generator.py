@@ -156,6 +156,10 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         source_ids = inputs if inputs is not None else kwargs.get("input_ids")
         if protected_spans:
             width = self.config.vocab_size if self.config.force_p_gen == 1.0 else None  # copying off: no copy ids
+            if width is None:  # room for slots the tables gained for glossary target words only copies spell
+                kwargs["min_oov_slots"] = max(
+                    kwargs.get("min_oov_slots") or 0, _slots_spelled(protected_spans, self.config.vocab_size)
+                )
             kwargs["logits_processor"] = _protection_processors(
                 protected_spans,
                 self.generation_config,
@@ -215,7 +219,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         source = rows(extended_ids)  # (R, S)
 
         vocab_size = self.config.vocab_size
-        width = vocab_size + num_oov_slots(extended_ids, vocab_size)
+        width = vocab_size + max(num_oov_slots(extended_ids, vocab_size), kwargs.get("min_oov_slots") or 0)
         chunk = max(1, _COPY_INFO_CHUNK_FLOATS // max(1, sequences.shape[1] * width))  # bounds the (r, L, V + N)
         steps = slice(prompt_len - 1, None)  # the decoder positions that produced the generated tokens
         p_gen, attention, share = [], [], []
@@ -229,6 +233,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
                 source_inputs["attention_mask"] = rows(attention_mask)[part]
             out = self(
                 **source_inputs,
+                min_oov_slots=kwargs.get("min_oov_slots", 0),
                 extended_input_ids=source[part],
                 decoder_input_ids=sequences[part, :-1],
                 output_pointer=True,
@@ -344,6 +349,17 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
         steps = torch.arange(length, device=stacked.device).unsqueeze(0)  # (1, length)
         picked = stacked[steps, beam_indices.clamp_min(0), tokens]  # (sequences, length)
         return picked.masked_fill(finished, 0.0)
+
+
+def _slots_spelled(protected_spans: Any, vocab_size: int) -> int:
+    """The extended slots the token sequences of `protected_spans` entries reach (0 when they stay in the
+    vocabulary)."""
+    entries = [protected_spans] if isinstance(protected_spans, dict) else protected_spans
+    top = max(
+        (t for entry in entries if entry for span in entry.get("spans", ()) for v in span["sequences"] for t in v),
+        default=-1,
+    )
+    return max(top + 1 - vocab_size, 0)
 
 
 def _slot_counts(ids: torch.Tensor, vocab_size: int, num_slots: int) -> torch.Tensor:

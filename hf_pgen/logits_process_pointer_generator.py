@@ -16,6 +16,7 @@ This file is saved next to the model as remote code: it imports only the standar
 from __future__ import annotations
 
 import re
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -100,6 +101,24 @@ def _live_heads(tail: str) -> list[tuple[str, str]]:
     return heads
 
 
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+# Scripts whose words stand apart with spaces: a glossary term in one of them does not come right after other text.
+_SPACED_SCRIPTS = frozenset(["LATIN", "GREEK", "CYRILLIC", "ARMENIAN", "GEORGIAN", "HEBREW", "ARABIC", "DIGIT"])
+
+
+def _glued(before: str, first: str) -> bool:
+    """Whether a term whose text starts with `first` reads glued to the character `before` it ("now" + "jetzt",
+    "📁" + "jetzt", "%(name)s" + "Dateien", "now." + "Dateien"): it starts a word of a spaced script, and `before`
+    is not whitespace, an opening bracket or quote, a dash, a slash or a sign such as the ">" that ends a tag
+    ("<b>" + "Dateien")."""
+    if before.isspace() or unicodedata.category(before) in ("Ps", "Pi", "Pd", "Sm") or before in "\"'/\\":
+        return False
+    return _is_word(first) and unicodedata.name(first, "").split(" ")[0] in _SPACED_SCRIPTS
+
+
 def _completes(head: str, text: str) -> bool:
     """Whether `text` after `head` completes a placeholder that begins in `head` (one that `text` holds alone is the
     single-token rule's)."""
@@ -137,9 +156,12 @@ class _Example:
             if width is not None:
                 usable = [v for v in variants if max(v) < width]
                 if not usable:
+                    what, done = (
+                        ("Glossary term", "guaranteed") if span.get("at_least") else ("Protected span", "protected")
+                    )
                     warnings.warn(
-                        f"Protected span {span['text']!r} can only come out by copying (its tokens are out of the "
-                        "vocabulary) and this model does not copy: it is not protected.",
+                        f"{what} {span['text']!r} can only come out by copying (its tokens are out of the "
+                        f"vocabulary) and this model does not copy: it is not {done}.",
                         UserWarning,
                         stacklevel=5,
                     )
@@ -158,27 +180,40 @@ class _Example:
         # What the scan matches: the variants and the context variants (the source's tokens around a span that
         # also hold text around it: a copy of them counts, but no rule forces them).
         scanned = [vs + cs for vs, cs in zip(self.variants, context_variants)]
-        self.by_first: dict[int, list[tuple[tuple[int, ...], int]]] = {}
+        # A token sequence counts one occurrence of every span it holds: two spans inside one source token (a URL
+        # the vocabulary lacks holds "1" and "2" of protect=r"\d+") are both in a copy of it.
+        holders: dict[tuple[int, ...], tuple[int, ...]] = {}
         for j, variants in enumerate(scanned):
             for variant in variants:
-                self.by_first.setdefault(variant[0], []).append((variant, j))
-        self.max_length = max((len(v) for vs in scanned for v in vs), default=0)
+                if j not in holders.get(variant, ()):
+                    holders[variant] = (*holders.get(variant, ()), j)
+        self.by_first: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+        for variant, js in holders.items():
+            self.by_first.setdefault(variant[0], []).append((variant, js))
+        self.max_length = max((len(v) for v in holders), default=0)
         self._budgets: dict[tuple[int, ...], tuple[int, int, list[tuple[int, int]]]] = {}  # see budget_rule
         self._starts: dict[tuple[int, ...], list[int]] = {}  # see starts
-        # proper prefix -> the variants it starts, for the started-span lookup
-        self.by_prefix: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
-        for j, variants in enumerate(scanned):
-            for variant in variants:
-                for t in range(1, len(variant)):
-                    self.by_prefix.setdefault(variant[:t], []).append((variant, j))
+        # proper prefix -> the variants it starts (with the spans each holds), for the started-span lookup
+        self.by_prefix: dict[tuple[int, ...], list[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+        for variant, js in holders.items():
+            for t in range(1, len(variant)):
+                self.by_prefix.setdefault(variant[:t], []).append((variant, js))
+        # Whether each span is a placeholder of the grammar (protected placeholders) rather than text (a glossary
+        # term): what reading "as itself" after other text means for it (see reads_cleanly).
+        self.placeholder = [placeholder_spans(text) == [(0, len(text))] for text in self.texts]
         self._clean: list[dict[str, bool]] = [{} for _ in self.texts]  # per span: text before -> starts cleanly
-        # protect="placeholders" (even without spans: no placeholder the source lacks may come out)
-        vocabulary = entry.get("vocabulary")  # the tokenizer's _VocabularyIndex (protection_pointer_generator)
-        self.has_neighbours = vocabulary is not None
-        self.context_texts: list[str] | None = vocabulary.context_texts if self.has_neighbours else None
+        # The tokenizer's _VocabularyIndex (protection_pointer_generator), with which the rules read the output's text:
+        # for protect="placeholders" (its rules apply even without spans: no placeholder the source lacks may come
+        # out) and for glossary terms (a term reads as a word).
+        vocabulary = entry.get("vocabulary")
+        self.reads_text = vocabulary is not None
+        self.has_neighbours = self.reads_text and "stray_ids" in entry  # protect="placeholders"
+        self.context_texts: list[str] | None = vocabulary.context_texts if self.reads_text else None
         self.oov_words: list[str] = list(entry.get("oov_words") or ())
+        self.oov_spacing: list[dict] = list(entry.get("oov_spacing") or ())  # how the source spaced each copy
         self.vocab_size = int(entry.get("vocab_size") or 0)  # where copy ids start
-        self.separator: int | None = vocabulary.separator if self.has_neighbours else None
+        self.vocabulary = vocabulary  # (its copy_reading spaces copies as the decoder does)
+        self.separator: int | None = vocabulary.separator if self.reads_text else None
         self.completers: dict[str, list[int]] = vocabulary.completers if self.has_neighbours else {}
         self._copy_inventions: dict[str, list[int]] = {}  # head -> this example's copies that complete it
         # (last span, ids up to its end) -> text of those ids when a placeholder opened before the span is still open
@@ -220,7 +255,8 @@ class _Example:
         (the end of the last span, `last_span`), or begun before that span and running on across it: `{` `name` +
         `}`, `%(` `n` + `)s`, `<` `b` + `>`, `<b class="` + span `%s` + `">` (module docstring, *Invented
         placeholders*). `inventions` caches the vocabulary's per head text (shared by the examples)."""
-        tail = self.free_text(g, since)  # all of it: a placeholder may run on for many tokens ("%(" + names + ")s")
+        head_text = self.texts[last_span] if last_span is not None else ""
+        tail = self.free_text(g, since, head_text)  # all of it: a placeholder may run on for many tokens ("%(" ...)
         heads = _live_heads(tail)
         if last_span is not None:
             heads += self._heads_across(g, since, last_span, tail)
@@ -240,7 +276,9 @@ class _Example:
             if self.oov_words:
                 if head not in self._copy_inventions:
                     self._copy_inventions[head] = [
-                        self.vocab_size + slot for slot, word in enumerate(self.oov_words) if _completes(head, word)
+                        self.vocab_size + slot
+                        for slot in range(len(self.oov_words))
+                        if _completes(head, self.copy_reading(self.vocab_size + slot, head))
                     ]
                 banned += self._copy_inventions[head]
         return banned
@@ -271,34 +309,63 @@ class _Example:
         stop: int,
         at_end: bool = False,
         free: list[int] | None = None,
-    ) -> tuple[int, int, int | None, bool]:
-        """Scan `g` on from `position` while it is below `stop`: at each position the longest variant (of any span)
-        that matches there counts one occurrence of its span (into `emitted`) and the scan jumps past it; positions
-        no occurrence covers go into `free` when given. Returns (position reached, end of the last occurrence, its
-        span, pending).
+        before: str = "",
+    ) -> tuple[int, int, int | None, tuple[int, ...]]:
+        """Scan `g` on from `position` while it is below `stop`: at each position the longest variant that matches
+        there counts one occurrence of each span it holds (into `emitted`) and the scan jumps past it; positions no
+        occurrence covers go into `free` when given. Returns (position reached, end of the last occurrence, its
+        span, the spans pending there: empty when nothing is).
 
         Unless `at_end` (the sequence is finished), the scan stops at a *pending* position: one where a variant
         longer than what is left of `g` matches all of it, so the next tokens decide what occurs there (`1` is
-        span "1", or the start of `1 2`, span "12"). Nothing from a pending position on is counted."""
+        span "1", or the start of `1 2`, span "12"). Nothing from a pending position on is counted.
+
+        Where the rules read the text (placeholders, glossary terms), a variant counts only for the spans that read as
+        themselves after the text before it (`reads_cleanly`; `before`: the text before `g[0]` while no occurrence is
+        in `g`): `%` `d` after `100%` is text (the escape `%%` and a `d`), not span `%d`; `jetzt` glued to `now` is
+        not the term `jetzt`."""
         length = len(g)
         while position < stop:
-            best, best_j = 0, -1
-            for variant, j in self.by_first.get(g[position], ()):
+            best, best_js, pending = 0, (), ()
+            context: str | None = None  # the text a span starting here follows (looked up at the first match)
+            for variant, js in self.by_first.get(g[position], ()):
                 n = len(variant)
-                if position + n > length:
-                    if not at_end and tuple(g[position:]) == variant[: length - position]:
-                        return position, last_end, last_span, True
-                elif n > best and tuple(g[position : position + n]) == variant:
-                    best, best_j = n, j
-            if best_j < 0:
+                full = position + n <= length
+                if full:
+                    if n <= best or tuple(g[position : position + n]) != variant:
+                        continue
+                elif at_end or tuple(g[position:]) != variant[: length - position]:
+                    continue
+                if self.reads_text:
+                    if context is None:
+                        context = self._context_at(g, position, last_end, last_span, before)
+                    js = tuple(j for j in js if self.reads_cleanly(context, j))
+                    if not js:
+                        continue
+                if full:
+                    best, best_js = n, js
+                else:
+                    pending += js
+            if pending:
+                return position, last_end, last_span, pending
+            if not best_js:
                 if free is not None:
                     free.append(position)
                 position += 1
             else:
-                emitted[best_j] += 1
+                for j in best_js:
+                    emitted[j] += 1
                 position += best
-                last_end, last_span = position, best_j
-        return position, last_end, last_span, False
+                last_end, last_span = position, best_js[-1]
+        return position, last_end, last_span, ()
+
+    def _context_at(self, g: Sequence[int], position: int, last_end: int, last_span: int | None, before: str) -> str:
+        """The text a span starting at `g[position]` follows, with the whitespace that token brings (see `context`):
+        its last token only when only glossary terms are read (what matters is whether a word character is last)."""
+        first = max(last_end, position - (_WINDOW if self.has_neighbours else 1))
+        head = (self.texts[last_span] if last_span is not None else before) if first == last_end else ""
+        text = head + self.text_of(list(g[first:position]), head or "x")
+        return text + self.leading_space(g[position], text)
 
     def scan(self, g: Sequence[int]) -> tuple[tuple[int, ...], int, int | None]:
         """Occurrences in the finished sequence `g`, left to right, longest variant first: (remaining per span, end
@@ -314,15 +381,15 @@ class _Example:
             return tuple([c - e for c, e in zip(counts, emitted)])
         return tuple([max(c - e, 0) if least else c - e for c, e, least in zip(counts, emitted, self.at_least)])
 
-    def _resolve(self, sequence: tuple[int, ...], remaining: tuple[int, ...], at_end: bool) -> tuple:
-        """`advance` over all of `sequence`: (remaining per span after it, positions outside every occurrence,
-        pending position or None, end of the last occurrence, its span)."""
+    def _resolve(self, sequence: tuple[int, ...], remaining: tuple[int, ...], at_end: bool, before: str = "") -> tuple:
+        """`advance` over all of `sequence` (after text `before`): (remaining per span after it, positions outside
+        every occurrence, pending position or None, end of the last occurrence, its span, the spans pending)."""
         emitted, free = [0] * len(self.texts), []
         position, last_end, last_span, pending = self.advance(
-            sequence, 0, emitted, 0, None, len(sequence), at_end, free
+            sequence, 0, emitted, 0, None, len(sequence), at_end, free, before
         )
         left = self.left(remaining, emitted)
-        return left, free, position if pending else None, last_end, last_span
+        return left, free, position if pending else None, last_end, last_span, pending
 
     def _loose(self, sequence: tuple[int, ...], positions: list[int], before: int) -> bool:
         """Whether a token outside every occurrence, before position `before`, holds a mark only a span may hold."""
@@ -341,30 +408,38 @@ class _Example:
             for start, end in placeholder_spans(text)
         )
 
-    def tail_rules(self, tail: tuple[int, ...], remaining: tuple[int, ...]) -> _TailRules:
+    def tail_rules(self, tail: tuple[int, ...], remaining: tuple[int, ...], before: str = "") -> _TailRules:
         """What the next token may do after `tail`, the pending end of a row (empty when nothing is pending), with
         spans `remaining` after what was counted before it (module docstring, *Occurrences*, *Started span*).
 
         Every token that may start or go on with a variant is tried: the row with it must still be able to end with
         no span emitted more often than its source holds it and no placeholder mark left outside a span, either as
         it is or by completing what it leaves pending into a span that remains. Any other token resolves the tail as
-        if the row ended there. Looked up once per (tail, remaining): most rows have no tail."""
-        key = (tail, remaining)
+        if the row ended there. `before`: the text before the tail (placeholders: a span that would not read as
+        itself after it does not start there). Looked up once per (tail, remaining, and the text before where it
+        holds a mark that could swallow a span): most rows have no tail."""
+        if not (self.has_neighbours and _SWALLOWING_RE.search(before)):
+            before = "x" if self.reads_text and before[-1:] and _is_word(before[-1]) else ""  # all that can matter
+        key = (tail, remaining, before)
         rules = self._tail_rules.get(key)
         if rules is not None:
             return rules
-        after, free, _, last_end, last_span = self._resolve(tail, remaining, at_end=True)
+        after, free, _, last_end, last_span, _ = self._resolve(tail, remaining, True, before)
+        started = self._resolve(tail, remaining, False, before)[5] if tail else ()  # the spans the tail may start
         leave_ok = min(after, default=0) >= 0 and not self._loose(tail, free, len(tail)) and not self._invents_url(tail)
         banned, passing, opening = [], [], []
         for token in self.own_tokens if tail else self.by_first:
             sequence = (*tail, token)
-            counted, free, pending, end, _ = self._resolve(sequence, remaining, at_end=False)
+            counted, free, pending, end, _, pending_spans = self._resolve(sequence, remaining, False, before)
             ok = min(counted, default=0) >= 0 and not self._loose(sequence, free, len(tail))
             opens = False
             if ok and pending is not None:  # what stays pending must still resolve cleanly, or be completable
                 rest = sequence[pending:]
-                opens = any(counted[j] > 0 for _, j in self.by_prefix.get(rest, ()))
-                left, rest_free, _, rest_end, _ = self._resolve(rest, counted, at_end=True)
+                opens = any(counted[j] > 0 for j in pending_spans)
+                ahead = before
+                if pending and self.reads_text:
+                    ahead = before + self.text_of(list(sequence[:pending]), before)
+                left, rest_free, _, rest_end, _, _ = self._resolve(rest, counted, True, ahead)
                 ok = opens or (min(left, default=0) >= 0 and not self._loose(rest, rest_free, len(rest)))
                 opens = opens or (ok and rest_end == len(rest) and left != counted)
             elif ok:
@@ -377,8 +452,9 @@ class _Example:
                     opening.append(token)
         continuations = [  # (next token, tokens the variant still needs with it, span), for the budget rule
             (variant[len(tail)], len(variant) - len(tail), j)
-            for variant, j in (self.by_prefix.get(tail, ()) if tail else ())
-            if remaining[j] > 0 and variant[len(tail)] in passing
+            for variant, js in (self.by_prefix.get(tail, ()) if tail else ())
+            for j in js
+            if j in started and remaining[j] > 0 and variant[len(tail)] in passing
         ]
         rules = _TailRules(
             after=after,
@@ -392,10 +468,29 @@ class _Example:
         self._tail_rules[key] = rules
         return rules
 
-    def text_of(self, tokens: list[int]) -> str:
-        """What `tokens` read as after a word (special tokens read as nothing)."""
+    def text_of(self, tokens: list[int], before: str = "x") -> str:
+        """What `tokens` read as after `before` (by default a word); special tokens read as nothing. A vocabulary
+        token reads as it does after a word; a copy is spaced as the decoder spaces it after what precedes it
+        (`copy_reading`), since some vocabularies' unknown token swallows the space before a word."""
         texts, n = self.context_texts, len(self.context_texts)
-        return "".join([texts[t] if t < n else self._copy_text(t) for t in tokens])
+        if all(t < n for t in tokens):
+            return "".join([texts[t] for t in tokens])
+        text = before
+        for t in tokens:
+            text += texts[t] if t < n else self.copy_reading(t, text)
+        return text[len(before) :]
+
+    def copy_reading(self, token: int, before: str) -> str:
+        """The text copy `token` adds after `before`: the copied word, with the space the decoder puts before it
+        where the tokenizer's unknown token swallows the word-start marker (`oov_spacing` decides, as in
+        `decode_with_oovs`: "50%" + "discount" reads "50% discount" where the source spaced it so)."""
+        word = self._copy_text(token)
+        if self.vocabulary is None:
+            return word
+        slot = token - self.vocab_size
+        return self.vocabulary.copy_reading(
+            word, self.oov_spacing[slot] if slot < len(self.oov_spacing) else None, before
+        )
 
     def starts(self, remaining: tuple[int, ...]) -> list[int]:
         """The first tokens of every variant of the spans `remaining` still holds."""
@@ -409,9 +504,10 @@ class _Example:
         them, `tight` whether the budget must start spans now (module docstring, *Budget*)."""
         if remaining not in self._budgets:  # the rows of an example mostly share it; the budget changes every step
             need = sum(left * self.min_lengths[j] for j, left in enumerate(remaining) if left > 0)
-            # With grammar neighbours (placeholders), keep one free token per remaining span: a span may have to
-            # wait one step after another one (the grammar would merge them), and that step must not break the budget.
-            slack = sum(left for left in remaining if left > 0) if self.has_neighbours else 0
+            # Where the rules read the text (placeholders, glossary terms), keep one free token per remaining span: a
+            # span may have to wait one step (a space) after text the grammar would merge it with, or a term after a
+            # word it would glue to, and that step must not break the budget.
+            slack = sum(left for left in remaining if left > 0) if self.reads_text else 0
             # Free steps: a span may start only with a variant that still fits, i.e. with a first token some
             # variant of which needs no more than the budget: first token -> the least budget that lets it start.
             least: dict[int, int] = {}
@@ -499,21 +595,22 @@ class _Example:
         first = max(since, start - _WINDOW)
         head = self.texts[last_span] if last_span is not None and first == since else ""
         if first == since and start == len(g):
-            return head + self.free_text(g, since)
-        return head + self.text_of(g[first:start])
+            return head + self.free_text(g, since, head)
+        return head + self.text_of(g[first:start], head or "x")
 
-    def free_text(self, g: list[int], since: int) -> str:
-        """`text_of(g[since:])`: its parent's (the row one token shorter, seen last step) with the new token's text
-        added when both start at `since`, so a row pays for one token a step, not for all of its free text."""
+    def free_text(self, g: list[int], since: int, head: str = "") -> str:
+        """`text_of(g[since:])` after `head` (the last span's text): its parent's (the row one token shorter, seen
+        last step) with the new token's text added when both start at `since`, so a row pays for one token a step,
+        not for all of its free text."""
         key = tuple(g)
         known = self._texts.get(key)
         if known is not None and known[0] == since:
             return known[1]
         parent = self._last_texts.get(key[:-1]) if len(g) > since else None
         if parent is not None and parent[0] == since:
-            text = parent[1] + self.text_of(g[-1:])
+            text = parent[1] + self.text_of(g[-1:], head + parent[1])
         else:
-            text = self.text_of(g[since:])
+            text = self.text_of(g[since:], head)
         self._texts[key] = (since, text)
         return text
 
@@ -522,20 +619,27 @@ class _Example:
         self._last_texts, self._texts = self._texts, {}
 
     def reads_cleanly(self, context: str, j: int) -> bool:
-        """Whether span `j` reads as itself after `context`: "%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a
-        longer URL."""
+        """Whether span `j` reads as itself after `context`: a placeholder as that placeholder ("%" + "%(n)d" is an
+        escaped percent, "www.x" + "{0}" a longer URL), a glossary term as a word of its own ("now" + "jetzt" would
+        read "nowjetzt") that no placeholder begun in `context` runs into ("%" + "dateien" would read "%d")."""
         known = self._clean[j]
         if context not in known:  # beams share their text: look each one up once
-            if _SWALLOWING_RE.search(context):
-                n = len(self.texts[j])
-                known[context] = (len(context), len(context) + n) in placeholder_spans(context + self.texts[j])
-            else:
-                known[context] = True
+            text, ok = self.texts[j], True
+            if self.at_least[j] and context and _glued(context[-1], text[0]):
+                ok = False  # a glossary term reads as a word of its own, not glued to what comes before it
+            elif self.has_neighbours and _SWALLOWING_RE.search(context):
+                at, spans = len(context), placeholder_spans(context + text)
+                if self.placeholder[j]:
+                    ok = (at, at + len(text)) in spans
+                else:
+                    ok = not any(start < at < end for start, end in spans)
+            known[context] = ok
         return known[context]
 
-    def leading_space(self, token: int) -> str:
-        """The whitespace `token` reads as before its other characters, after a word ("Ġ%(" -> " ")."""
-        text = self.text_of([token])
+    def leading_space(self, token: int, before: str = "x") -> str:
+        """The whitespace `token` reads as before its other characters after `before` (by default a word: "Ġ%(" ->
+        " "; a copy gets what the decoder puts before it there)."""
+        text = self.text_of([token], before or "x")
         return text[: len(text) - len(text.lstrip())]
 
     def starts_cleanly(self, j: int, g: list[int], start: int, since: int, last_span: int | None) -> bool:
@@ -674,7 +778,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         rules (see `_carry_on`))."""
         length = len(g)
         tail = tuple(g[tail_start:])
-        rules = ex.tail_rules(tail, remaining)
+        before = ex.context(g, tail_start, last_end, last_span) if ex.reads_text else ""
+        rules = ex.tail_rules(tail, remaining, before)
         if committed and tail and rules.after == remaining and rules.continuations:
             # The span was started where the model wanted to end (see `_decide`): a fragment of it is text the model
             # never chose, and leaving it there would let the row start the span again and again, as it keeps
@@ -714,25 +819,33 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             return None, parts, hard + soft, rules.opening, [], not tail
         hard += self.eos
         # Spans that may start now: not right after text the grammar would merge them with.
-        context = ex.context(g, length, last_end, last_span) if ex.has_neighbours else ""
+        context = ex.context(g, length, last_end, last_span) if ex.reads_text else ""
         swallowing = ex.has_neighbours and _SWALLOWING_RE.search(context) is not None
-        if swallowing:
-            # Per first token: whether a variant it starts reads as its span after the context, with the whitespace
-            # the token itself brings ("Ġ%(" puts a space between a URL and "%(num)s").
-            fine: dict[int, bool] = {}
-            for j, left in enumerate(remaining):
-                if left > 0:
-                    for variant in ex.variants[j]:
-                        first = variant[0]
-                        fine[first] = fine.get(first, False) or ex.reads_cleanly(context + ex.leading_space(first), j)
-            startable = [left > 0 and any(fine[v[0]] for v in ex.variants[j]) for j, left in enumerate(remaining)]
-            hard += [t for t, ok in fine.items() if not ok]
-        else:  # a text without these marks swallows no placeholder: every remaining span may start
-            startable = [left > 0 for left in remaining]
+        if ex.reads_text:
+            # Per span, the first tokens of its variants that read as the span after the context, with the whitespace
+            # the token itself brings ("Ġ%(" puts a space between a URL and "%(num)s", "▁jetzt" keeps a term apart
+            # from the word before it). The others are text here: the scan does not count them as the span
+            # (`advance`), so they are the model's as any text is.
+            clean = [
+                {v[0] for v in ex.variants[j] if ex.reads_cleanly(context + ex.leading_space(v[0], context), j)}
+                if left > 0
+                else set()
+                for j, left in enumerate(remaining)
+            ]
+        else:  # the rules do not read the text: every remaining span may start
+            clean = [{v[0] for v in ex.variants[j]} if left > 0 else set() for j, left in enumerate(remaining)]
         need, slack, tight, too_long = ex.budget_rule(remaining, budget)
         hard += [t for t in too_long if t in ex.stray_tokens]  # a start that commits the row must fit
         continuing = [t for t, still, _ in rules.continuations if budget is None or still <= budget]
-        starts = continuing + ex.starts(remaining)
+        starts = continuing + [t for t in ex.starts(remaining) if any(t in firsts for firsts in clean)]
+        if ex.reads_text and not any(clean) and not continuing and max(remaining, default=0) > 0:
+            # No span reads as itself right here: where the row would end (or runs out of tokens), a space first.
+            sep = ex.separator
+            if sep is not None and any(
+                remaining[j] > 0 and ex.starts_cleanly(j, g + [sep], length + 1, last_end, last_span)
+                for j in range(len(remaining))
+            ):
+                starts = [sep]
         if tight:
             if continuing:  # finish the span the tail started rather than leave a fragment of it
                 return continuing, parts, hard + soft, rules.opening, starts, False
@@ -740,7 +853,7 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
             starts_now = [
                 (
                     variant[0],
-                    startable[j]
+                    variant[0] in clean[j]
                     and variant[0] not in hard_set
                     and (variant[0] in rules.opening or not ex.bans(variant[0], soft, parts)),
                 )
@@ -768,9 +881,11 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
                 ):
                     return [sep], parts, hard + soft, rules.opening, starts, False
                 return None, parts, hard + soft, rules.opening, starts, False  # a free step: the spans fit after it
-            # No room left to keep the next span apart from the text before it: it may read differently (the check
-            # after generation warns if the output lacks it).
-            return [t for t, _ in starts_now], parts, hard + soft, rules.opening, starts, False
+            # No room left to keep the next span apart from the text before it, where it would not read as itself:
+            # place none rather than a broken one, as when none fits (the check after generation names it).
+            firsts = [v[0] for j, vs in enumerate(ex.variants) if remaining[j] > 0 for v in vs]
+            hard = [t for t in hard if t not in self._eos_set] + [t for t in firsts if t in ex.stray_tokens]
+            return None, parts, hard + soft, frozenset(), [], False
         return None, parts, hard + soft, rules.opening, starts, not swallowing and not tail
 
     def _decide(

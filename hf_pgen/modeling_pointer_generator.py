@@ -105,6 +105,7 @@ class _CopyInputs(NamedTuple):
     mixed_source: torch.Tensor | None  # (B, S) extended source ids when the logits are built, else None
     extended_decoder_ids: torch.Tensor | None  # (B, T) with copied words' extended ids (selective read, copy-next)
     source_ids: torch.Tensor  # (B, S) extended source ids
+    min_oov_slots: int  # the logits hold at least this many extended slots (see forward)
 
 
 class _CopyStep:
@@ -331,6 +332,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             mixed_source,
             extended_decoder_ids,
             source_ids,
+            min_oov_slots,
         ) = self._copy_step.inputs
         encoder_states = self._encoder_states(kwargs)  # (B, S, D_enc)
         # (Indexing a ModelOutput builds the tuple of all its fields: read the attribute where there is one.)
@@ -363,7 +365,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         mixture = None
         if mixed_source is not None:
             # Everything of the mixture that does not need the vocabulary logits, computed before the LM head.
-            num_slots, first = self._source_layout(mixed_source, cache)
+            num_slots, first = self._source_layout(mixed_source, cache, min_oov_slots)
             copy_side = None  # copying switched off: the base's own logits
             if self.config.force_p_gen != 1.0:
                 copy_side = copy_side_of_mixture(pointer_attention, switch_logit, first)
@@ -434,6 +436,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
         output_pointer: bool = False,
         return_dict: bool | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
+        min_oov_slots: int = 0,
         **kwargs,
     ) -> PointerGeneratorSeq2SeqLMOutput | tuple:
         r"""
@@ -446,6 +449,10 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             output_pointer: also return `p_gen` (B, T) and `pointer_attentions` (B, T, S).
             num_items_in_batch: set by the Trainer: the loss becomes the summed NLL divided by it, which keeps gradient
                 accumulation exact.
+            min_oov_slots: the logits hold at least this many extended slots, beyond those of the source's own
+                out-of-vocabulary words: `generate()` sets it for glossary target words only copies spell (slots the
+                batch's tables gained, see `hf_pgen.protection_pointer_generator`), which get probability 0 and come
+                out only where the rules place them.
             kwargs: go to the base model, except a processor batch's decoding-only keys (`oov_words`, `oov_spacing`,
                 `num_truncated_tokens`), which are dropped.
         Returns:
@@ -505,6 +512,7 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             source_ids if build_logits else None,
             extended_decoder_ids,
             source_ids,
+            int(min_oov_slots or 0),
         )
         copy_step.outputs = None
         try:
@@ -649,12 +657,13 @@ class PointerGeneratorForConditionalGeneration(PointerGeneratorPreTrainedModel, 
             coverage_before = start.unsqueeze(1) + attention.cumsum(1) - attention
         return attention, coverage_before
 
-    def _source_layout(self, source_ids: torch.Tensor, cache) -> tuple[int, torch.Tensor]:
+    def _source_layout(self, source_ids: torch.Tensor, cache, min_oov_slots: int = 0) -> tuple[int, torch.Tensor]:
         # The logits' width and the grouping of repeated source words are fixed for a whole generation: computed at
         # the first step (the width needs a device sync) and kept in the cache.
         if isinstance(cache, PointerGeneratorCache) and cache.num_extended_slots is not None:
             return cache.num_extended_slots, cache.source_first_occurrence
-        layout = num_oov_slots(source_ids, self.config.vocab_size), first_occurrence(source_ids)
+        width = max(num_oov_slots(source_ids, self.config.vocab_size), min_oov_slots)
+        layout = width, first_occurrence(source_ids)
         if isinstance(cache, PointerGeneratorCache):
             cache.num_extended_slots, cache.source_first_occurrence = layout
         return layout

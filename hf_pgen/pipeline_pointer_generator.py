@@ -48,7 +48,7 @@ from transformers import GenerationConfig, Pipeline
 from transformers.utils import logging
 
 from .configuration_pointer_generator import _first_int, is_pointer_generator
-from .glossary import glossaries_for
+from .glossary import apply_glossaries, glossaries_for, term_base_summary, unapplied_entries, unapplied_message
 from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import (
@@ -183,11 +183,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         glossary: Any = None,
         glossary_mode: str | None = None,
         glossary_ignore_case: bool | None = None,
+        glossary_match: str | None = None,
         **generate_kwargs,
     ):
         preprocess, postprocess = {}, {}
-        if glossary is not None or glossary_mode is not None or glossary_ignore_case is not None:
-            preprocess.update(self._glossary_parameters(glossary, glossary_mode, glossary_ignore_case))
+        if any(v is not None for v in (glossary, glossary_mode, glossary_ignore_case, glossary_match)):
+            preprocess.update(self._glossary_parameters(glossary, glossary_mode, glossary_ignore_case, glossary_match))
         if return_copy_info:
             if not self._copies:
                 raise ValueError(
@@ -224,13 +225,33 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             postprocess["clean_up_tokenization_spaces"] = clean_up_tokenization_spaces
         return preprocess, generate_kwargs, postprocess
 
-    def _glossary_parameters(self, glossary: Any, mode: str | None, ignore_case: bool | None) -> dict[str, Any]:
+    def _glossary_parameters(
+        self, glossary: Any, mode: str | None, ignore_case: bool | None, match: str | None
+    ) -> dict[str, Any]:
         """preprocess's glossary keywords, checked (and a file read) once per call, before any input is encoded."""
         mode = "guarantee" if mode is None else mode
         self._processor.check_glossary_mode(mode)
-        if glossary is not _PER_INPUT and glossary is not None:
-            glossary = glossaries_for(glossary, None, bool(ignore_case))
-        return {"glossary": glossary, "glossary_mode": mode, "glossary_ignore_case": bool(ignore_case)}
+        if glossary is not _PER_INPUT:
+            glossary = glossaries_for(glossary, None, bool(ignore_case), match)  # (also checks `match`)
+        return {
+            "glossary": glossary,
+            "glossary_mode": mode,
+            "glossary_ignore_case": bool(ignore_case),
+            "glossary_match": match,
+        }
+
+    @staticmethod
+    def _glossary_matching(kwargs: dict[str, Any]) -> tuple[bool, str | None]:
+        return bool(kwargs.get("glossary_ignore_case")), kwargs.get("glossary_match")
+
+    def _per_input_glossaries(self, texts: list[str], kwargs: dict[str, Any]) -> list[Any]:
+        """A call's per-input glossaries (the list form), each read once; entries that apply nowhere in their input
+        are named in a warning (the user said they apply there)."""
+        glossaries = glossaries_for(list(kwargs["glossary"]), len(texts), *self._glossary_matching(kwargs))
+        missing = unapplied_entries(glossaries, apply_glossaries(texts, glossaries, None)[2])
+        if missing:
+            warnings.warn(unapplied_message(missing, glossaries), UserWarning, stacklevel=4)
+        return glossaries
 
     def __call__(self, inputs: str | collections.abc.Iterable[str], *args, **kwargs) -> Any:
         """Generate for one text, a list/tuple of texts, or a stream of texts (generator, `KeyDataset`).
@@ -242,12 +263,8 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if isinstance(inputs, str):
             _warn_missing_literals([inputs], kwargs.get("protect"), stacklevel=3)
             if per_input:  # one input: a list of one term base
-                kwargs = {
-                    **kwargs,
-                    "glossary": glossaries_for(list(kwargs["glossary"]), 1, bool(kwargs.get("glossary_ignore_case")))[
-                        0
-                    ],
-                }
+                [glossary] = self._per_input_glossaries([inputs], kwargs)
+                kwargs = {**kwargs, "glossary": glossary}
             return super().__call__(inputs, *args, **kwargs)
         if isinstance(inputs, (bytes, bytearray, collections.abc.Mapping)):
             _check_text(inputs)
@@ -259,11 +276,13 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 return []
             _warn_missing_literals(texts, kwargs.get("protect"), stacklevel=3)
             if per_input:  # each text carries its own term base through the pipeline's batching
-                glossaries = glossaries_for(
-                    list(kwargs.pop("glossary")), len(texts), bool(kwargs.get("glossary_ignore_case"))
-                )  # each read once
+                glossaries = self._per_input_glossaries(texts, kwargs)
                 texts = [_TextWithGlossary(text, glossary) for text, glossary in zip(texts, glossaries)]
-                kwargs["glossary"] = _PER_INPUT
+                kwargs = {**kwargs, "glossary": _PER_INPUT}
+            elif kwargs.get("glossary") is not None and len(texts) > 1:
+                glossary = glossaries_for(kwargs["glossary"], None, *self._glossary_matching(kwargs))
+                kwargs = {**kwargs, "glossary": glossary}  # read once
+                logger.info(term_base_summary(glossary, apply_glossaries(texts, glossary, None)[2]))
             results = super().__call__(texts, *args, **kwargs)
             # v4: one dict per input unless num_return_sequences > 1
             return [result[0] for result in results] if all(len(result) == 1 for result in results) else results
@@ -294,9 +313,11 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         glossary: Any = None,
         glossary_mode: str = "guarantee",
         glossary_ignore_case: bool = False,
+        glossary_match: str | None = None,
     ) -> dict[str, Any]:
         _check_text(text)
-        if glossary is _PER_INPUT:
+        per_input = glossary is _PER_INPUT
+        if per_input:
             glossary = getattr(text, "glossary", None)
         if src_lang is not None:
             self.tokenizer.src_lang = src_lang  # mBART/M2M100 tokenizers add the language code from this
@@ -309,7 +330,12 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         if protect is not None:
             protection["protect"] = protect
         if glossary is not None:
-            protection.update(glossary=glossary, glossary_mode=glossary_mode, glossary_ignore_case=glossary_ignore_case)
+            protection.update(
+                glossary=glossary,
+                glossary_mode=glossary_mode,
+                glossary_ignore_case=glossary_ignore_case,
+                glossary_match=glossary_match,
+            )
         if return_copy_info:
             protection["return_offsets_mapping"] = True
         with warnings.catch_warnings():
@@ -340,9 +366,15 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         model_inputs["is_blank"] = torch.tensor([not text.strip()])
         if PROTECTED_SPANS_KEY in encoding:
             model_inputs[PROTECTED_SPANS_KEY] = encoding[PROTECTED_SPANS_KEY][0]  # a dict: batching makes a list
+        elif (
+            per_input and glossary_mode == "guarantee"
+        ):  # an input without a term base, batched with some that have one
+            model_inputs[PROTECTED_SPANS_KEY] = {"spans": [], "forbidden_ids": []}
         if return_copy_info:  # a dict too
             if glossary is not None:  # the record shows what the model read
-                text = self._processor.glossary_sources([str(text)], glossary, glossary_ignore_case)[0]
+                text = self._processor.glossary_sources(
+                    [str(text)], glossary, glossary_ignore_case, glossary_match=glossary_match
+                )[0]
             model_inputs["copy_source"] = self._copy_source(
                 str(text), prefix, encoding, PROTECTED_SPANS_KEY in encoding
             )

@@ -17,14 +17,24 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from transformers import AutoConfig, AutoTokenizer, BatchEncoding, PreTrainedConfig, PreTrainedTokenizerBase
+from transformers.utils import logging
 
 from .configuration_pointer_generator import PointerGeneratorConfig
-from .glossary import GLOSSARY_MODES, apply_glossaries, check_annotation, glossaries_for
+from .glossary import (
+    GLOSSARY_MODES,
+    apply_glossaries,
+    check_annotation,
+    glossaries_for,
+    term_base_summary,
+    unapplied_entries,
+    unapplied_message,
+)
 from .protection_pointer_generator import _add_protected_spans, _VocabularyIndex
 from .tokenization_pointer_generator import (
     _check_tokenizer,
@@ -35,6 +45,8 @@ from .tokenization_pointer_generator import (
 )
 
 __all__ = ["PointerGeneratorProcessor"]
+
+logger = logging.get_logger(__name__)
 
 # from_pretrained keyword arguments that locate files, so they apply to the config as well as the tokenizer.
 _HUB_KWARGS = ("cache_dir", "force_download", "local_files_only", "token", "revision", "subfolder", "proxies")
@@ -56,9 +68,7 @@ class PointerGeneratorProcessor:
             `from_pretrained` and `from_model` read it from the model. `None`: sources are not annotated, except
             with a term the vocabulary cannot spell (see `copies`).
         copies (`bool`, defaults to `True`):
-            Whether the model has a copy head. The pipeline serves plain bases through this class too (`False`):
-            a glossary term their vocabulary cannot spell is then only warned about, where a copy model gets it
-            written into its source to copy.
+            Whether the model has a copy head. The pipeline serves plain bases through this class too (`False`).
 
     Example:
 
@@ -143,6 +153,7 @@ class PointerGeneratorProcessor:
         glossary: Any = None,
         glossary_mode: str = "guarantee",
         glossary_ignore_case: bool = False,
+        glossary_match: str | None = None,
         **tokenizer_kwargs: Any,
     ) -> BatchEncoding:
         """Tokenize like `tokenizer(text, text_target=...)` and add the copy inputs.
@@ -163,10 +174,12 @@ class PointerGeneratorProcessor:
         `protect` never looks in it, so a pattern cannot force the prefix's words into the output.
 
         `glossary` (a dict of source term -> target term, a `hf_pgen.Glossary`, the path of a two-column TSV/CSV, or a
-        list of these, one per text): where a source term occurs as whole words (`glossary_ignore_case=True`: in any
-        case), the target term is written into the source with `glossary_annotation` (when the model has one) and,
-        with `glossary_mode="guarantee"` (the default), added to `protected_spans`: `generate()` puts it in the
-        output at least once. `glossary_mode="hint"` annotates only. See `hf_pgen.glossary`.
+        list of these, one per text): where a source term occurs as whole words, in its inflected forms and the
+        capitals a text brings (`glossary_match="exact"`: only as written; `glossary_ignore_case=True`: in any case),
+        the target term is written into the source with `glossary_annotation` (when the model has one) and, with
+        `glossary_mode="guarantee"` (the default), added to `protected_spans`: `generate()` puts it in the output at
+        least once. `glossary_mode="hint"` annotates only. Entries of a per-text glossary (the list form) that apply
+        nowhere in their text are named in a warning. See `hf_pgen.glossary`.
 
         Example:
 
@@ -181,7 +194,9 @@ class PointerGeneratorProcessor:
             text = source_prefix + text if isinstance(text, str) else [source_prefix + t for t in text]
         terms = None
         if glossary is not None:
-            text, terms = self._apply_glossary(text, glossary, glossary_mode, glossary_ignore_case, skip)
+            text, terms = self._apply_glossary(
+                text, glossary, glossary_mode, glossary_ignore_case, skip, glossary_match
+            )
         keep_offsets = bool(tokenizer_kwargs.get("return_offsets_mapping", False))
         if protect is not None or terms is not None:  # spans are found in character offsets
             tokenizer_kwargs = {**tokenizer_kwargs, "return_offsets_mapping": True}
@@ -201,23 +216,28 @@ class PointerGeneratorProcessor:
         if protect is None and terms is None:
             return batch
         return _add_protected_spans(
-            batch, text, protect, self._vocabulary_index, self.vocab_size, keep_offsets, skip, terms=terms
+            batch, text, protect, self._vocabulary_index, self.vocab_size, keep_offsets, skip, terms, self.copies
         )
 
     def glossary_sources(
-        self, texts: list[str], glossary: Any, glossary_ignore_case: bool = False, source_prefix: str | None = None
+        self,
+        texts: list[str],
+        glossary: Any,
+        glossary_ignore_case: bool = False,
+        source_prefix: str | None = None,
+        glossary_match: str | None = None,
     ) -> list[str]:
         """The sources as the model reads them with `glossary` (`source_prefix` before each, the annotation
         written in): what to encode evaluation data with when a Trainer decodes it with the same glossary.
 
         ```python
-        >>> processor.glossary_sources(["Free storage"], {"storage": "Speicher"})
+        >>> processor.glossary_sources(["Free storage"], {"storage": "Speicher"})  # a model trained with the annotation
         ['Free storage [ Speicher ]']
         ```
         """
         prefix = source_prefix or ""
         sources, _ = self._apply_glossary(
-            [prefix + t for t in texts], glossary, "guarantee", glossary_ignore_case, len(prefix)
+            [prefix + t for t in texts], glossary, "guarantee", glossary_ignore_case, len(prefix), glossary_match, False
         )
         return sources
 
@@ -234,21 +254,28 @@ class PointerGeneratorProcessor:
             )
 
     def _apply_glossary(
-        self, text: str | list[str], glossary: Any, mode: str, ignore_case: bool, skip: int
+        self,
+        text: str | list[str],
+        glossary: Any,
+        mode: str,
+        ignore_case: bool,
+        skip: int,
+        match: str | None = None,
+        report: bool = True,
     ) -> tuple[str | list[str], list[dict[str, Any] | None] | None]:
-        """The texts with the annotation written in, and (guarantee mode) the terms to place per text."""
+        """The texts with the annotation written in, and (guarantee mode) the terms to place per text. With `report`,
+        entries of per-text glossaries that apply nowhere in their text are warned about, and a term base shared by
+        several texts gets a one-line summary (logged at info level)."""
         self.check_glossary_mode(mode)
         texts = [text] if isinstance(text, str) else list(text)
-        unspellable = None
-        if self.copies and self.glossary_annotation is None:
-            speller = self._vocabulary_index.speller
-
-            def unspellable(term: str) -> bool:
-                return not speller.alone(term)
-
-        annotated, terms = apply_glossaries(
-            texts, glossaries_for(glossary, len(texts), ignore_case), self.glossary_annotation, skip, unspellable
-        )
+        glossaries = glossaries_for(glossary, len(texts), ignore_case, match)
+        annotated, terms, applied = apply_glossaries(texts, glossaries, self.glossary_annotation, skip)
+        if report and isinstance(glossaries, list):
+            missing = unapplied_entries(glossaries, applied)
+            if missing:
+                warnings.warn(unapplied_message(missing, glossaries), UserWarning, stacklevel=4)
+        elif report and glossaries is not None and len(texts) > 1:
+            logger.info(term_base_summary(glossaries, applied))
         return (annotated[0] if isinstance(text, str) else annotated), (terms if mode == "guarantee" else None)
 
     # --------------------------------------------------------------------------------------------------- decode

@@ -39,10 +39,13 @@ the source's tokens at a span also hold text around it ("for" inside "▁informa
 The rules, per hypothesis, from its generated ids `g` (the decoder prompt included):
 
 - *Occurrences*: `g` is scanned left to right; at each position the longest variant (of any span) that matches there
-  counts one occurrence of its span and the scan jumps past it. At the end of `g`, a position where a longer variant
-  still matches everything that follows is *pending*: the next tokens decide what occurs there (`1` is span "1" or
-  the start of `1 2`, span "12"), so nothing from there on is counted yet. `emitted[s]` is the count, `remaining[s]
-  = count[s] - emitted[s]`.
+  counts one occurrence of each span it holds (two spans inside one source token a copy reproduces both: "1" and "2"
+  of `protect="[0-9]+"` in a URL the vocabulary lacks) and the scan jumps past it. Where the rules read the output's
+  text (placeholders, glossary terms) a variant counts only for spans that read as themselves after the text before
+  it (*Neighbours*): `%` `d` after `100%` is the escape `%%` and a letter, not span `%d`; a term glued to the word
+  before it is not the term. At the end of `g`, a position where a longer variant still matches everything that
+  follows is *pending*: the next tokens decide what occurs there (`1` is span "1" or the start of `1 2`, span "12"),
+  so nothing from there on is counted yet. `emitted[s]` is the count, `remaining[s] = count[s] - emitted[s]`.
 - *No span too often*: a token is forbidden when, with it, the row could no longer end without some span emitted more
   often than the source holds it (whatever it leaves pending resolved as if the row ended there, or completed into
   a span that remains). Only tokens of variants can do that: each is tried once per pending tail and counts.
@@ -53,13 +56,14 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   that start, go on with or complete a span that remains are exempt from every other ban of this module.
 - *Budget*: with `R` tokens left before `max_length` / `max_new_tokens` (one less with `forced_eos_token_id`) and
   `need` the fewest tokens that place every remaining span, a start that commits the row may only be made with a
-  variant that still fits, and when `R <= need + slack` (`slack`: for placeholders, one token per remaining span,
-  see *Neighbours*; else 0) the hypothesis finishes the span its tail started, or starts a span that reads cleanly
-  there, or, when none does, takes one space token (`"▁"`/`"Ġ"`) to keep the next one apart; at `R == need` it
-  starts one regardless. A span is placed whole or not at all: when no remaining span fits whole in `R`, none is
-  started and the row may end (the check after generation names what is missing).
+  variant that still fits, and when `R <= need + slack` (`slack`: where the rules read the text, one token per
+  remaining span, see *Neighbours*; else 0) the hypothesis finishes the span its tail started, or starts a span that
+  reads cleanly there, or, when none does, takes one space token (`"▁"`/`"Ġ"`) to keep the next one apart. A span
+  is placed whole and reading as itself, or not at all: when no remaining span fits whole in `R`, or none would read
+  as itself there, none is started and the row may end (the check after generation names what is missing).
 - *End*: EOS is forbidden while a span remains. When EOS is a row's top token, the row starts a span there (the
-  model chooses which), places every span that remains the same way, and then ends, as it chose to (unless a
+  model chooses which among those that read as themselves there; a space first where none does), places every span
+  that remains the same way, and then ends, as it chose to (unless a
   processor before this one bans EOS then); in any other row every allowed start scores at least what EOS did. For
   beams the rows that place spans where they wanted to end get their scores as log probabilities over what they may
   choose, so a hypothesis is not charged for the rule's choice. Beams and samples too place the spans where the model
@@ -68,8 +72,11 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   tokens whose text starts with the text of the token that would complete it are forbidden too ("sa" for "s").
 - *Neighbours* (`protect="placeholders"`): the decoded text must read as the same placeholders, so right after a
   span, tokens (and copies) with which the grammar would read it differently are forbidden ("%1" + "s" is "%1s", a
-  URL goes on through "/"), and a span may not start where the text generated since the last span would swallow it
-  ("%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a longer URL).
+  URL goes on through "/"), and a span does not occur where the text generated since the last span would swallow it
+  ("%" + "%(n)d" is an escaped percent, "www.x" + "{0}" a longer URL): its tokens there are text, the model's own.
+  A glossary term reads as a word of its own: not glued to the word, symbol or punctuation before it ("now" +
+  "jetzt"), nor run into by a placeholder begun before it ("%" + "dateien"). The rules read a copy as the decoder
+  spaces it (its `oov_spacing`): "50%" + a copy of "discount" reads "50% discount", not "%d".
 - *Invented placeholders* (`protect="placeholders"`, sources without placeholders included): every vocabulary token
   whose own text holds a placeholder (per `hf_pgen.placeholders`) is forbidden unless it is a token of one of the
   example's own spans, and so is every token (or copy) that would complete a placeholder begun in the free text
@@ -86,6 +93,11 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
 - Nothing else is forced. When a processor that runs before this one (forced EOS, no-repeat n-grams, the caller's
   own; generate() runs the sampling warpers after it) has removed every token a rule allows, the rule wins (its
   tokens get score 0), and a row its bans would leave with no token starts a span (or keeps its scores).
+
+Glossary target terms (`hf_pgen.glossary`) are spans whose count is a minimum (at least once). One the source does
+not hold is spelled from the vocabulary, or by copying the source where it holds the target's text; with a copy head,
+words of it the vocabulary lacks get slots of their own, which the example's `oov_words` table gains and which the
+rules alone place (the model gives them no probability; `generate()` widens its scores to hold them).
 
 What is guaranteed: every span the model can spell (see the variants; a span that it cannot, e.g. one of unknown
 characters without the copy head, gets a warning naming it) is emitted exactly `count` times as a token sequence,
@@ -115,11 +127,14 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from .placeholders import _placeholder_end_at_start, placeholder_spans
+from .tokenization_pointer_generator import _copy_starts_word, _decoder_layout, decode_with_oovs, encode_with_oovs
 
 __all__ = ["find_protected_spans", "PROTECTED_SPANS_KEY"]
 
 # The batch key the processor writes and generate() reads.
 PROTECTED_SPANS_KEY = "protected_spans"
+# An entry's out-of-vocabulary words of glossary targets its source lacks, moved into the batch's tables on encoding.
+_EXTRA_SLOTS_KEY = "extra_oov_words"
 
 _NAMED_MODES = ("placeholders", "oov")
 
@@ -248,6 +263,38 @@ class _SpanSpeller:
             start += 1
         return variant[start:]
 
+    def with_copies(
+        self, text: str, oov_words: Sequence[str], vocab_size: int
+    ) -> tuple[tuple[int, ...], list[tuple[str, dict]]] | None:
+        """A spelling of `text` (as a word after a space) whose pieces the vocabulary lacks are copies: of the
+        example's own out-of-vocabulary words (`oov_words`) where one is the piece's text, else of new slots, which
+        the example's table gains (returned: each new word with its spacing record). None where the tokenizer has
+        nothing out of vocabulary in `text`, or the spelling does not decode back to it."""
+        encoded = encode_with_oovs(self.tokenizer, " " + text, vocab_size=vocab_size, add_special_tokens=False)
+        ids, words, spacing = encoded["extended_input_ids"], encoded["oov_words"], encoded["oov_spacing"]
+        if not words:
+            return None
+        table, records, new = list(oov_words), [None] * len(oov_words), []
+        slots = []
+        for word, record in zip(words, spacing):
+            if word in table:
+                slots.append(vocab_size + table.index(word))
+            else:
+                slots.append(vocab_size + len(table))
+                table.append(word)
+                records.append(record)
+                new.append((word, record))
+        variant = tuple(slots[t - vocab_size] if t >= vocab_size else t for t in ids)
+        decoded = decode_with_oovs(
+            self.tokenizer,
+            list(variant),
+            table,
+            vocab_size=vocab_size,
+            skip_special_tokens=False,
+            oov_spacing=[r or {} for r in records],
+        )
+        return (variant, new) if _nfc(decoded.strip()) == _nfc(text.strip()) else None
+
     def alone(self, text: str) -> list[tuple[int, ...]]:
         if text not in self._alone:
             found = []
@@ -359,6 +406,27 @@ class _VocabularyIndex:
         ]
 
     @functools.cached_property
+    def copy_spacing(self) -> tuple[str | None, bool] | None:
+        """(word-start marker, whether the pre-tokenizer isolates punctuation) where the decoder puts the space before
+        a copy itself, because the unknown token swallows the marker (word-level, WordPiece) or nothing marks word
+        starts (no decoder: tokens are joined with spaces); None where a copy's space is a token of its own ("▁",
+        "Ġ") or SentencePiece's slow decoder spaces it (see `decode_with_oovs`)."""
+        if not getattr(self.tokenizer, "is_fast", False):
+            return None
+        if self.tokenizer.backend_tokenizer.decoder is None:
+            return (None, False)
+        layout = _decoder_layout(self.tokenizer)
+        return (layout["marker"], layout["punctuation_apart"]) if layout["swallows_marker"] else None
+
+    def copy_reading(self, word: str, record: dict | None, before: str) -> str:
+        """The text a copy of `word` (its `oov_spacing` record) adds after the text `before`."""
+        if word and before and self.copy_spacing is not None:
+            marker, apart = self.copy_spacing
+            if marker is None or _copy_starts_word([before, word], 1, marker, apart, record):
+                return " " + word
+        return word
+
+    @functools.cached_property
     def separator(self) -> int | None:
         """A token that reads as one space after a word ("▁", "Ġ"): what keeps a span apart when the budget is
         tight."""
@@ -435,6 +503,7 @@ def _protected_spans_for_batch(
     vocab_size: int,
     skip: int = 0,
     terms: Sequence[dict[str, Any] | None] | None = None,
+    copies: bool = True,
 ) -> list[dict[str, Any]]:
     """Per example, `{"spans": [{"text", "count", "sequences"}], "forbidden_ids": [...]}` for `generate()`; with
     `protect="placeholders"` also the example's `stray_ids`, `oov_words` and `vocab_size`, and `vocabulary`, the
@@ -449,10 +518,13 @@ def _protected_spans_for_batch(
     wrote it there) and is spelled like a protected span, the source's own ids included; one with `start=None` is
     not in the source and is spelled from the vocabulary. Each target counts one occurrence. Protected spans are
     not searched in the `added` ranges (the annotation, not the user's text) and may not overlap a `sources` range
-    (the source term a target replaces).
+    (the source term a target replaces). With `copies` (the model has a copy head), a target with pieces the
+    vocabulary lacks, and that the source does not hold, is spelled with new slots for them; the entry lists them
+    under `_EXTRA_SLOTS_KEY` (see `_add_protected_spans`).
     """
     mode = _check_protect(protect) if protect is not None else None
     speller = vocabulary.speller
+    can_copy = copies
     forbidden: list[int] = []
     if mode == "placeholders":
         forbidden = vocabulary.placeholder_ids
@@ -461,104 +533,102 @@ def _protected_spans_for_batch(
         ids = _row_list(encoding["extended_input_ids"], index)
         mask = _row_list(encoding["attention_mask"], index)
         oov_words = encoding["oov_words"][index]
+        spacing = list(encoding["oov_spacing"][index]) if encoding.get("oov_spacing") is not None else []
         by_text: dict[str, dict[str, Any]] = {}
+        extra: list[tuple[str, dict]] = []  # out-of-vocabulary words of target terms the source does not hold
         term = terms[index] if terms is not None else None
         added = term["added"] if term else []
         offsets = (
-            [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)] if mode != "oov" or added else []
+            [tuple(pair) for pair in _row_list(encoding["offset_mapping"], index)] if mode != "oov" or term else []
         )
+
+        def new_entry(is_term: bool) -> dict[str, Any]:
+            return {"count": 0, "variants": [], "context": [], "cut": False, "follows": set(), "term": is_term,
+                    "covered": set()}  # fmt: skip
+
+        # Where a span or term occurs in the source: spans (what protect= finds, or an annotated target term).
+        kinds: dict[tuple[int, int], str] = {}
         if mode == "oov":
             for position, token_id in enumerate(ids):
                 if added and _overlaps(offsets[position], added):
                     continue  # a target term the annotation wrote: the glossary places it
                 if mask[position] and token_id >= vocab_size:
-                    entry = by_text.setdefault(
-                        oov_words[token_id - vocab_size], {"count": 0, "variants": [], "context": [], "follows": set()}
-                    )
+                    entry = by_text.setdefault(oov_words[token_id - vocab_size], new_entry(False))
                     entry["count"] += 1
+                    entry["protected"] = True
                     entry["variants"].append((token_id,))
-        else:
-            found = []
-            if mode is not None:
-                found = [(start + skip, end + skip) for start, end in find_protected_spans(text[skip:], mode)]
-                found = [span for span in found if not _overlaps(span, added)]
+        elif mode is not None:
+            found = [(start + skip, end + skip) for start, end in find_protected_spans(text[skip:], mode)]
+            kinds = {span: "span" for span in found if not _overlaps(span, added)}
             if term:
-                _check_no_conflict(text, found, term["sources"], index)
+                _check_no_conflict(text, list(kinds), term["sources"], index)
             if mode == "placeholders":  # marks the source's text around its placeholders lacks stay out of the output's
-                stray = vocabulary.stray_ids(text, sorted(found + added), oov_words, vocab_size)
-            kinds = {span: "span" for span in found}
-            for target, start, end in term["targets"] if term else ():
-                if start is None:  # not in the source: spelled from the vocabulary
-                    entry = by_text.setdefault(
-                        target,
-                        {
-                            "count": 0,
-                            "variants": [],
-                            "context": [],
-                            "cut": False,
-                            "follows": set(),
-                            "term": True,
-                            "covered": set(),
-                        },
-                    )
-                    entry["count"] += 1
-                    entry["variants"] += [v for v in speller.alone(target)] + [
-                        speller.strip(v) for v in speller.alone(target)
-                    ]
-                else:
-                    kinds[(start, end)] = "term"
-            for start, end in sorted(kinds):
-                span_text = text[start:end]
-                what = "Glossary term" if kinds[(start, end)] == "term" else "Protected span"
-                covering = [p for p, (s, e) in enumerate(offsets) if mask[p] and e > s and s < end and e > start]
-                variants = list(speller.alone(span_text))
-                first, last = (offsets[covering[0]][0], offsets[covering[-1]][1]) if covering else (end, start)
-                while start < last < end and unicodedata.combining(text[last]):
-                    last += 1  # a normalizer's offsets of a composed character leave out its combining marks
-                cut = first > start or last < end  # (partly) past the truncation: the model did not read it
-                if cut and variants:
-                    warnings.warn(
-                        f"{what} {span_text!r} of source {index} lies past the truncation: the model did not "
-                        "read it, but it is still placed in the output, spelled from the vocabulary. Raise max_length "
-                        "to let the model read it.",
-                        UserWarning,
-                        stacklevel=4,
-                    )
-                # The source's own ids spell the span when its tokens start and end there (folded-in whitespace
-                # aside). When they also hold text around it ("for" in "▁information", "1" in "%1"), they are a
-                # *context* variant: a copy of them holds the span and counts as one, but the rules never force
-                # them (they would force the text around the span too).
-                own = tuple(ids[p] for p in covering)
-                context = []
-                if not cut and speller.unk not in own:
-                    if not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip():
-                        variants.append(own)
-                    else:
-                        context.append(own)
-                variants += [speller.strip(v) for v in variants]
-                entry = by_text.setdefault(
-                    span_text,
-                    {
-                        "count": 0,
-                        "variants": [],
-                        "context": [],
-                        "cut": False,
-                        "follows": set(),
-                        "term": kinds[(start, end)] == "term",
-                        "covered": set(),
-                    },
+                stray = vocabulary.stray_ids(text, sorted([*kinds, *added]), oov_words, vocab_size)
+        unplaced = []  # target terms the source does not hold where the annotation would have written them
+        for target, start, end in term["targets"] if term else ():
+            if start is None:
+                unplaced.append(target)
+            else:
+                kinds[(start, end)] = "term"
+        for start, end in sorted(kinds):
+            span_text = text[start:end]
+            what = "Glossary term" if kinds[(start, end)] == "term" else "Protected span"
+            variants = list(speller.alone(span_text))
+            own, aligned, cut, covering = _source_spelling(text, (start, end), ids, mask, offsets)
+            if cut and variants:
+                warnings.warn(
+                    f"{what} {span_text!r} of source {index} lies past the truncation: the model did not "
+                    "read it, but it is still placed in the output, spelled from the vocabulary. Raise max_length "
+                    "to let the model read it.",
+                    UserWarning,
+                    stacklevel=4,
                 )
-                # Occurrences are counted in tokens: two inside one source token ("1" twice in "121") are one
-                # occurrence of its copy, which is all the output scan can count.
-                if not (context and tuple(covering) in entry["covered"]):
-                    entry["count"] += 1
-                entry["covered"].add(tuple(covering))
-                entry["protected"] = entry.get("protected", False) or kinds[(start, end)] == "span"
-                if covering and covering[-1] + 1 < len(ids) and mask[covering[-1] + 1]:
-                    entry["follows"].add(ids[covering[-1] + 1])  # the source reads the span as itself before it
-                entry["variants"] += variants
-                entry["context"] += context
-                entry["cut"] = entry["cut"] or cut
+            # The source's own ids spell the span when its tokens start and end there (folded-in whitespace
+            # aside). When they also hold text around it ("for" in "▁information", "1" in "%1"), they are a
+            # *context* variant: a copy of them holds the span and counts as one, but the rules never force
+            # them (they would force the text around the span too).
+            context = []
+            if not cut and speller.unk not in own:
+                (variants if aligned else context).append(own)
+            variants += [speller.strip(v) for v in variants]
+            entry = by_text.setdefault(span_text, new_entry(kinds[(start, end)] == "term"))
+            # Occurrences are counted in tokens: two inside one source token ("1" twice in "121") are one
+            # occurrence of its copy, which is all the output scan can count.
+            if not (context and tuple(covering) in entry["covered"]):
+                entry["count"] += 1
+            entry["covered"].add(tuple(covering))
+            entry["protected"] = entry.get("protected", False) or kinds[(start, end)] == "span"
+            if covering and covering[-1] + 1 < len(ids) and mask[covering[-1] + 1]:
+                entry["follows"].add(ids[covering[-1] + 1])  # the source reads the span as itself before it
+            entry["variants"] += variants
+            entry["context"] += context
+            entry["cut"] = entry["cut"] or cut
+        for target in unplaced:
+            if target in by_text:
+                # Already a span or a term: a protected span's exact count holds it at least once, as a term needs.
+                by_text[target]["term"] = True
+                continue
+            entry = by_text[target] = new_entry(True)
+            entry["count"] = 1
+            alone = speller.alone(target)
+            # Where the source holds the target's text as it stands (an identity entry, a name), its own ids
+            # there spell it too: a copy model copies it, characters its vocabulary lacks included.
+            copies = []
+            for at in _whole_occurrences(text, target, skip):
+                if not _overlaps(at, added):
+                    own, aligned, cut, _ = _source_spelling(text, at, ids, mask, offsets)
+                    if aligned and not cut and speller.unk not in own:
+                        copies.append(own)
+            if not alone and not copies and can_copy:
+                # Pieces no vocabulary token spells: copies of slots the example's table gains. The model gives them
+                # no probability (no source position holds them), so only the rules place them: once, where the
+                # model would end (a model trained with the glossary annotation reads the term and copies it where
+                # it belongs instead).
+                spelled = speller.with_copies(target, [*oov_words, *(word for word, _ in extra)], vocab_size)
+                if spelled is not None:
+                    copies.append(spelled[0])
+                    extra += spelled[1]
+            entry["variants"] += alone + copies + [speller.strip(v) for v in alone + copies]
         spans = []
         for span_text, entry in by_text.items():
             variants = _prune(entry["variants"]) or _prune(entry["context"])
@@ -572,8 +642,9 @@ def _protected_spans_for_batch(
                 )
                 if entry.get("term") and not entry["variants"] and not entry["context"] and not entry.get("cut"):
                     why = (
-                        "the vocabulary spells it only with unknown tokens, and the model has no copy head or the "
-                        "glossary annotation that would put it in the source"
+                        "the vocabulary spells it only with unknown tokens and the source does not hold it to copy; a "
+                        "copy model trained with the glossary annotation (run_translation --glossary_augmentation) "
+                        "reads it in its source and copies it"
                     )
                 warnings.warn(
                     f"{'Glossary term' if entry.get('term') else 'Protected span'} {span_text!r} of source {index} "
@@ -587,7 +658,9 @@ def _protected_spans_for_batch(
             after = []
             if mode == "placeholders" and not entry.get("term"):  # and this example's copies that would change it
                 after = vocabulary.not_after(span_text) + [
-                    vocab_size + slot for slot, word in enumerate(oov_words) if _changes(span_text, word)
+                    vocab_size + slot
+                    for slot, word in enumerate(oov_words)
+                    if _changes(span_text, vocabulary.copy_reading(word, _record(spacing, slot), span_text))
                 ]
                 # (a token that follows the span in the source keeps its reading there: the decoder spaces a copy
                 # as the source did, which its bare text does not show)
@@ -607,17 +680,61 @@ def _protected_spans_for_batch(
                 }
             )
         result = {"spans": spans, "forbidden_ids": forbidden}
-        if mode == "placeholders":  # the stray marks, and what the grammar needs to see the text before a span
-            result.update(stray_ids=stray, oov_words=list(oov_words), vocab_size=vocab_size, vocabulary=vocabulary)
+        if extra:  # (the caller adds them to the example's table; generate() widens its scores to hold them)
+            result[_EXTRA_SLOTS_KEY] = extra
+            oov_words = [*oov_words, *(word for word, _ in extra)]
+            spacing = [*spacing, *(record for _, record in extra)]
+        if mode == "placeholders" or any(span["at_least"] for span in spans):
+            # What the rules need to read the output's text: the grammar around placeholders, and a glossary term
+            # reading as a word of its own.
+            result.update(oov_words=list(oov_words), oov_spacing=spacing, vocab_size=vocab_size, vocabulary=vocabulary)
+        if mode == "placeholders":  # the stray marks
+            result["stray_ids"] = stray
         results.append(result)
     if isinstance(mode, tuple):
         _warn_missing_literals(texts, mode, stacklevel=5, skip=skip)
     return results
 
 
+def _record(spacing: list[dict], slot: int) -> dict | None:
+    return spacing[slot] if slot < len(spacing) else None
+
+
 def _overlaps(span: tuple[int, int], ranges: Sequence[tuple[int, int]]) -> bool:
     start, end = span
     return any(start < e and s < end for s, e in ranges)
+
+
+def _source_spelling(
+    text: str, span: tuple[int, int], ids: list[int], mask: list[int], offsets: list[tuple[int, int]]
+) -> tuple[tuple[int, ...], bool, bool, list[int]]:
+    """The source's own ids at `span` of `text`: (those ids, whether they start and end there (whitespace a token
+    folded in aside), whether truncation cut the span (wholly or in part), the positions)."""
+    start, end = span
+    covering = [p for p, (s, e) in enumerate(offsets) if mask[p] and e > s and s < end and e > start]
+    first, last = (offsets[covering[0]][0], offsets[covering[-1]][1]) if covering else (end, start)
+    while start < last < end and unicodedata.combining(text[last]):
+        last += 1  # a normalizer's offsets of a composed character leave out its combining marks
+    cut = first > start or last < end  # (partly) past the truncation: the model did not read it
+    aligned = not text[min(first, start) : start].strip() and not text[end : max(last, end)].strip()
+    return tuple(ids[p] for p in covering), aligned, cut, covering
+
+
+def _whole_occurrences(text: str, term: str, skip: int) -> list[tuple[int, int]]:
+    """The spans where `term` stands in `text[skip:]` not glued to a word character on either side."""
+    found, at = [], text.find(term, skip)
+    while at >= 0:
+        end = at + len(term)
+        if not (at > skip and _word(text[at - 1]) and _word(term[0])) and not (
+            end < len(text) and _word(text[end]) and _word(term[-1])
+        ):
+            found.append((at, end))
+        at = text.find(term, at + 1)
+    return found
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _check_no_conflict(text: str, found: list[tuple[int, int]], sources: Sequence[tuple[int, int]], index: int) -> None:
@@ -656,6 +773,7 @@ def _add_protected_spans(
     keep_offsets: bool,
     skip: int = 0,
     terms: Sequence[dict[str, Any] | None] | None = None,
+    copies: bool = True,
 ) -> Any:
     """Write `batch["protected_spans"]` (per example; one dict for an un-batched example) from an `encode_with_oovs`
     batch made with `return_offsets_mapping=True` by `vocabulary`'s tokenizer; drop the offsets unless the caller
@@ -669,7 +787,16 @@ def _add_protected_spans(
     keys = ("extended_input_ids", "attention_mask", "offset_mapping")
     view = {key: [batch[key]] if single else batch[key] for key in keys}
     view["oov_words"] = [batch["oov_words"]] if single else batch["oov_words"]
-    entries = _protected_spans_for_batch(vocabulary, texts, view, protect, vocab_size, skip, terms)
+    if "oov_spacing" in batch:
+        view["oov_spacing"] = [batch["oov_spacing"]] if single else batch["oov_spacing"]
+    entries = _protected_spans_for_batch(vocabulary, texts, view, protect, vocab_size, skip, terms, copies)
+    for row, entry in enumerate(entries):
+        extra = entry.pop(_EXTRA_SLOTS_KEY, ())
+        if extra:  # the tables decoding reads gain the words of target terms only copies spell
+            for key, values in (("oov_words", [w for w, _ in extra]), ("oov_spacing", [r for _, r in extra])):
+                if key in batch:
+                    table = batch[key] if single else batch[key][row]
+                    table += values
     if not keep_offsets:
         del batch["offset_mapping"]
     batch[PROTECTED_SPANS_KEY] = entries[0] if single else entries

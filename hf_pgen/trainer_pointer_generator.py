@@ -110,6 +110,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         glossary_column: instead of `glossary`, a dataset column holding each example's own term base (a list of
             `[source term, target term]` pairs, or a dict), as WMT gives terms per sentence. A dataset without the
             column (a validation set, say) is decoded without terms.
+        glossary_match: how source terms match (`"inflected"`, the default for dicts, files and the column, or
+            `"exact"`; see `hf_pgen.Glossary`).
         word_dropout: chance that a source token of a training batch becomes the unknown token
             (`hf_pgen.word_dropout.drop_words`: a copy model's extended ids and labels follow). Evaluation and
             prediction batches are never touched.
@@ -144,6 +146,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         glossary: Any = None,
         glossary_mode: str = "guarantee",
         glossary_column: str | None = None,
+        glossary_match: str | None = None,
         source_column: str = "source",
         source_prefix: str = "",
         max_source_length: int | None = None,
@@ -172,7 +175,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             if glossary_mode not in GLOSSARY_MODES:
                 raise ValueError(f"glossary_mode={glossary_mode!r} is not one of {GLOSSARY_MODES}.")
         if glossary is not None:
-            glossary = glossaries_for(glossary, None)  # a file is read (and checked) once, before any training
+            # a file is read (and checked) once, before any training
+            glossary = glossaries_for(glossary, None, match=glossary_match)
             if isinstance(glossary, list):
                 raise TypeError(
                     "The Trainer's glossary is one term base for every example: a dict, a Glossary or a TSV/CSV path."
@@ -182,6 +186,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                 "Pass glossary (one term base for every example) or glossary_column (one per example), not both."
             )
         self.glossary, self.glossary_mode, self.glossary_column = glossary, glossary_mode, glossary_column
+        self.glossary_match = glossary_match
         self._protection = dict(
             source_column=source_column, source_prefix=source_prefix, max_source_length=max_source_length
         )
@@ -271,6 +276,23 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
 
     # -- evaluation -----------------------------------------------------------------------------------------------
 
+    def oov_tables(self, dataset) -> tuple[list[list[str]] | None, list[list[dict]] | None]:
+        """The OOV tables (and spacing records) that decode the last evaluation's or prediction's generated ids of
+        `dataset`, in its order: its `oov_words` column, with the slots a glossary gave target words only copies spell
+        (see `glossary`) added. `(None, None)` without the column."""
+        return self._tables(_ExampleIndexDataset(dataset), range(len(dataset)))
+
+    def _tables(self, examples, indices) -> tuple[list[list[str]] | None, list[list[dict]] | None]:
+        tables = examples.column(self.oov_words_column)
+        if tables is None:
+            return None, None
+        records = examples.column(self.oov_spacing_column)
+        extra = getattr(self, "_extra_oov", {})
+        oov_words = [list(tables[i] or ()) + list(extra.get(i, ((), ()))[0]) for i in indices]
+        if records is None:
+            return oov_words, None
+        return oov_words, [list(records[i] or ()) + list(extra.get(i, ((), ()))[1]) for i in indices]
+
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         indices = inputs.pop(EXAMPLE_INDEX, None)  # (B,)
         copy_head = is_pointer_generator(self.model)
@@ -307,6 +329,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         examples = getattr(dataloader, "dataset", None)
         examples = examples if isinstance(examples, _ExampleIndexDataset) else None
         self._gathered_indices, self._evaluation_rows, self._examples = [], None, examples
+        self._extra_oov: dict[int, tuple[list[str], list[dict]]] = {}  # see oov_tables
         compute_metrics = self.compute_metrics
         if compute_metrics is not None and examples is not None:
             self.compute_metrics = functools.partial(self._compute_metrics_with_examples, compute_metrics, examples)
@@ -368,6 +391,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             source_prefix=self._protection["source_prefix"],
             glossary=glossary,
             glossary_mode=self.glossary_mode,
+            glossary_match=self.glossary_match,
         )
         for row, (ids, mask) in enumerate(zip(inputs["input_ids"], inputs["attention_mask"])):
             if batch["input_ids"][row] != ids[mask.bool()].tolist():  # every row: any may be the one cut shorter
@@ -383,6 +407,12 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         if spans is None:  # a glossary hint: the annotation is in the inputs already, nothing is forced
             return {}
         if is_pointer_generator(model):
+            # Glossary target words only copies spell got slots past the source's own: decoding needs them too.
+            tables = self._examples.column(self.oov_words_column) if self._examples is not None else None
+            for row, index in enumerate(indices.tolist()):
+                known = len(tables[index] or ()) if tables is not None else len(batch["oov_words"][row])
+                if len(batch["oov_words"][row]) > known:
+                    self._extra_oov[index] = (batch["oov_words"][row][known:], batch["oov_spacing"][row][known:])
             return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
         return {
             "logits_processor": _protection_processors(
@@ -424,10 +454,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         else:
             indices = np.concatenate(self._gathered_indices)
         indices = [int(i) for i in indices]
-        tables = examples.column(self.oov_words_column)
-        oov_words = None if tables is None else [list(tables[i] or ()) for i in indices]
-        records = examples.column(self.oov_spacing_column) if tables is not None else None
-        oov_spacing = None if records is None else [list(records[i] or ()) for i in indices]
+        oov_words, oov_spacing = self._tables(examples, indices)
         wanted = [*self.example_columns, *getattr(compute_metrics, "example_columns", ())]
         columns = {}
         for name in dict.fromkeys(wanted):

@@ -303,8 +303,15 @@ def test_a_glossary_file_places_its_terms_and_its_errors_name_the_line(folders, 
         main(["translate", str(copier), "Open the file", "Open it", "--glossary", str(terms), "--max-new-tokens", "12"])
         == 0
     )
-    first, second = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    first, second = captured.out.splitlines()
     assert first.count("Delete") == 1 and "Delete" not in second
+    # one summary line on stderr: a shared term base mostly does not apply to a given text
+    assert f"hf-pgen: {terms}: Term base: 1 of its 1 entries apply to 1 of the 2 inputs" in captured.err
+    # any case, letters whose case changes their length included: no traceback (exit 0)
+    terms.write_text("İstanbul\tIstanbul\n", encoding="utf-8")
+    assert main(["translate", str(copier), "visit Istanbul", "--glossary", str(terms), "--glossary-ignore-case"]) == 0
+    assert "0 of its 1 entries apply" in capsys.readouterr().err
     terms.write_text("file\tDatei\nfolder\n", encoding="utf-8")
     message = _error(capsys, [copier, "Open the file", "--glossary", terms])
     assert "--glossary: Glossary" in message and "line 2 has 1 column" in message

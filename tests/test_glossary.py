@@ -26,14 +26,77 @@ def test_entries_apply_as_whole_words_the_longer_of_two_overlapping_matches_winn
         ("storage", "storage", "Speicher"),
         ("file", "file", "Datei"),
         ("list", "list", "Liste"),
+        ("file", "files", "Datei"),  # an inflected form; "filestorage" is another word
     ]
-    assert Glossary({"Storage": "Speicher"}).find("storage") == []  # case-sensitive by default
-    matches = Glossary({"Storage": "Speicher"}, ignore_case=True).find("STORAGE and storage")
+    assert Glossary({"Storage": "Speicher"}).find("storage") == []  # a text does not lower a capital
+    matches = Glossary({"Storage": "Speicher"}, ignore_case=True).find("sToRaGe and storage")
     assert [(m.start, m.end, m.target) for m in matches] == [(0, 7, "Speicher"), (12, 19, "Speicher")]
     # where two overlap, the longer wins though it starts later
     assert [m.source for m in Glossary({"open file": "a", "file list view": "b"}).find("open file list view")] == [
         "file list view"
     ]
+
+
+@pytest.mark.parametrize(
+    "entry, text, written",
+    [
+        ("server", "Restart all servers now", "servers"),  # plural
+        ("access point", "Two access points", "access points"),  # each word of the entry
+        ("upload", "Uploading files", "Uploading"),  # -ing, at a sentence start
+        ("upload", "The file was uploaded.", "uploaded"),  # -ed
+        ("create", "Create a folder", "Create"),  # sentence start
+        ("cache", "Send a Cache-Control header", "Cache"),  # a capital in a compound
+        ("index", "Rebuild the indices", "indices"),  # irregular: the dictionary's form
+        ("reboot", "It reboots at night", "reboots"),  # not in the dictionary: the spelling rules
+        ("unzip", "the unzipped files", "unzipped"),  # consonant doubling
+        ("access point", "ACCESS POINTS", "ACCESS POINTS"),  # all capitals
+        ("access point", "Configure Access Points", "Access Points"),  # title case
+        ("API", "Two APIs", "APIs"),  # an acronym's plural
+        ("access point", "access\npoints", "access\npoints"),  # any whitespace
+    ],
+)
+def test_an_entry_applies_to_the_forms_a_text_gives_its_lemma(entry, text, written):
+    [match] = Glossary({entry: "X"}).find(text)
+    assert text[match.start : match.end] == written and match.source == entry
+    assert Glossary({entry: "X"}, match="exact").find(text) == [] or written == entry
+
+
+@pytest.mark.parametrize(
+    "entry, text",
+    [
+        ("connect", "the connection failed"),  # a derivation is another word, not a form
+        ("generate", "the next generation"),
+        ("Python", "python -m pip"),  # a text does not lower a capital a name has
+        ("file", "profile"),  # whole words only
+        ("C++", "C++11"),
+        (".NET", "ASP.NET"),
+        ("date", "Today is %(date)s"),  # a placeholder's name is code (apply_glossaries leaves it out)
+    ],
+)
+def test_an_entry_does_not_apply_to_other_words(entry, text):
+    from hf_pgen.glossary import apply_glossaries
+
+    assert apply_glossaries([text], Glossary({entry: "X"}), None)[2] == [[]]
+
+
+def test_nfc_and_nfd_text_and_entries_match_alike_with_offsets_into_the_text_as_given():
+    import unicodedata
+
+    for text_form in ("NFC", "NFD"):
+        for entry_form in ("NFC", "NFD"):
+            text = unicodedata.normalize(text_form, "Open the café now, then the Cafés")
+            entry = unicodedata.normalize(entry_form, "café")
+            found = [text[m.start : m.end] for m in Glossary({entry: "Kaffee"}).find(text)]
+            assert found == [unicodedata.normalize(text_form, w) for w in ("café", "Cafés")], (text_form, entry_form)
+
+
+def test_ignore_case_matches_any_case_and_never_crashes_on_letters_whose_case_changes_their_length():
+    assert Glossary({"İstanbul": "Istanbul"}, ignore_case=True).find("visit Istanbul now") == []  # no KeyError
+    assert Glossary({"ı": "i"}, ignore_case=True).find("I") == []
+    [match] = Glossary({"straße": "street"}, ignore_case=True).find("die STRASSE")  # casefold: ß is ss
+    assert match.target == "street"
+    with pytest.raises(ValueError, match="match='fuzzy' is not one of"):
+        Glossary({"a": "b"}, match="fuzzy")
 
 
 def test_a_term_base_file_reads_as_tsv_or_csv(tmp_path):
@@ -173,24 +236,77 @@ def test_a_plain_base_places_terms_spelled_from_its_vocabulary_and_names_those_i
 
     words = train_shared_tokenizer(corpus_texts("train", limit=800), "wordlevel", vocab_size=300)
     pipe = pipeline("translation", model=plain(words), tokenizer=words)
-    with pytest.warns(UserWarning, match="Glossary term 'Zyxwvut' of source 0 cannot be spelled.*no copy head"):
+    with pytest.warns(UserWarning, match="Glossary term 'Zyxwvut' of source 0 cannot be spelled.*not guaranteed"):
         pipe("Open the file", glossary={"file": "Zyxwvut"}, max_new_tokens=8)
 
 
-def test_a_copy_model_gets_a_term_its_vocabulary_cannot_spell_written_into_its_source_and_placed():
+def test_a_copy_model_not_trained_on_the_annotation_reads_its_source_unchanged():
+    """Writing a term into the source (`files [ Dateien ]`) would be read as text by a model not trained on it, and a
+    copy model copies it out: the source stays as it is. A term whose text the source holds (an identity entry, a
+    name) is spelled by copying it from there; the words of one the vocabulary lacks get slots of their own in the
+    example's table, which only the rules place (once, where the model would end), and which decode back."""
+    from transformers import pipeline
+
     words = train_shared_tokenizer(corpus_texts("train", limit=800), "wordlevel", vocab_size=300)
     model = oracle_copy_model(words)
     processor = PointerGeneratorProcessor.from_model(model, words)
-    assert processor.glossary_sources(["Open the file", "Open it"], {"file": "Zyxwvut"}) == [
-        "Open the file [ Zyxwvut ]",
+    assert processor.glossary_sources(["Open the Zyxwvut", "Open it"], {"Zyxwvut": "Qqqq"}) == [
+        "Open the Zyxwvut",
         "Open it",
     ]
-    batch = processor(["Open the file"], glossary={"file": "Zyxwvut", "Open": "the"}, return_tensors="pt")
-    assert "Zyxwvut" in batch["oov_words"][0]  # copyable from the source now
-    [entry] = batch["protected_spans"]
-    assert sorted((span["text"], span["count"]) for span in entry["spans"]) == [("Zyxwvut", 1), ("the", 1)]
-    output = processor.batch_decode(model.generate(**batch, max_new_tokens=12), batch)[0]
-    assert output.count("Zyxwvut") == 1
+    batch = processor(["Open the Zyxwvut"], glossary={"Zyxwvut": "Zyxwvut"}, return_tensors="pt")
+    [span] = batch["protected_spans"][0]["spans"]
+    slot = model.config.vocab_size + batch["oov_words"][0].index("Zyxwvut")
+    assert span["text"] == "Zyxwvut" and [slot] in span["sequences"]  # a copy of the source's own word
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # placed, so nothing to warn about
+        batch = processor(
+            ["Open the Zyxwvut", "Open it"], glossary={"Zyxwvut": "Qqqq"}, padding=True, return_tensors="pt"
+        )
+    assert batch["oov_words"][0][-1] == "Qqqq" and len(batch["oov_spacing"][0]) == len(batch["oov_words"][0])
+    [span] = batch["protected_spans"][0]["spans"]
+    assert span["sequences"] == [[model.config.vocab_size + len(batch["oov_words"][0]) - 1]]
+    targets = [ids[m.bool()].tolist() for ids, m in zip(batch["extended_input_ids"], batch["attention_mask"])]
+    outputs, _ = _oracle_decode(model, processor, batch, targets, {"num_beams": 2}, room=8)
+    assert outputs == ["Open the Zyxwvut Qqqq", "Open it"]
+    pipe = pipeline("translation", model=model, tokenizer=words)  # the pipeline decodes with the gained slot too
+    torch.manual_seed(0)
+    assert (
+        pipe("Open the Zyxwvut", glossary={"Zyxwvut": "Qqqq"}, max_new_tokens=8)[0]["translation_text"].count("Qqqq")
+        == 1
+    )
+
+
+def test_entries_of_a_per_input_glossary_that_apply_nowhere_in_their_input_are_named(bpe_tokenizer):
+    from transformers import pipeline
+
+    model = oracle_copy_model(bpe_tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, bpe_tokenizer)
+    with pytest.warns(UserWarning, match=r"apply nowhere in their input.*input 0: 'disk'; input 1: 'file'") as caught:
+        processor(["Restart the servers", "Open it"], glossary=[{"server": "Server", "disk": "Platte"}, {"file": "D"}])
+    assert "'server'" not in str(caught[0].message)  # "servers" is its plural: it applies
+    # A term base shared by every input mostly does not apply to a given text: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        processor(["Restart the servers", "Open it"], glossary={"server": "Server", "disk": "Platte"})
+    # The pipeline names the input by its place in the call, whatever its batching.
+    pipe = pipeline("translation", model=model, tokenizer=bpe_tokenizer)
+    with pytest.warns(UserWarning, match=r"input 2: 'disk'"):
+        pipe(["a", "b", "Open the disks", "c"], glossary=[None, {}, {"disks": "x", "disk": "Platte"}, None])
+
+
+def test_a_per_input_glossary_list_with_inputs_without_one_batches(bpe_tokenizer):
+    """`glossary=[dict, None, dict]` (None: an input without a term base) in batches of 2 decodes each input as alone."""
+    from transformers import pipeline
+
+    model = oracle_copy_model(bpe_tokenizer)
+    pipe = pipeline("translation", model=model, tokenizer=bpe_tokenizer)
+    texts = ["Delete the files now", "Open it", "Save the files"]
+    glossaries = [{"files": "Dateien"}, None, {"files": "Akten"}]
+    batched = pipe(texts, glossary=glossaries, batch_size=2, max_new_tokens=12)
+    alone = [pipe(text, glossary=glossary, max_new_tokens=12)[0] for text, glossary in zip(texts, glossaries)]
+    assert batched == alone
+    assert "Dateien" in batched[0]["translation_text"] and "Akten" in batched[2]["translation_text"]
 
 
 # ------------------------------------------------------------------------------------------------------ oracles

@@ -37,6 +37,19 @@ TRICKY = [
     ("Send Anna Anna-Maria and Maria", ["Anna", "Maria"]),
     ("Open Cafe\u0301 now", ["Cafe\u0301"]),  # decomposed text (macOS file names): the span ends in a mark
     ("Open Cafe\u0301-12 now", r"[A-Z]\w+\u0301-\d+"),
+    # An escaped percent beside a placeholder: "%" + "%" is the escape, not the start of "%d".
+    ("Progress 100%% of %d files", "placeholders"),
+    ("Use %%s to print %s", "placeholders"),
+    # A free "%" before a copied word: the word comes out spaced as in the source ("% discount"), not glued ("%d").
+    ("Get 50% discount on %s", "placeholders"),
+    ("Save 20% discount now", "placeholders"),
+    ("50% done, %d left", "placeholders"),
+    ("Only 5% disk space left on {drive}", "placeholders"),
+    # Two protected spans inside one source token (a word the vocabulary lacks): each counts once.
+    ("Chart http://x.org/a?b=1&c=2 parameters {} 12", r"\d+"),
+    ("%-5d Change %.2f http order of {0:>8} Nakamura-Øresund columns.", r"\d+"),
+    # A literal whose first word occurs alone before it.
+    ("Select Tools, then Tools > Options", ["Tools > Options"]),
 ]
 INSERTS = [
     "%s",
@@ -71,8 +84,8 @@ def family_tokenizer(request):
     )
 
 
-def _decode(model, processor, sources, protect, settings):
-    batch = processor(sources, protect=protect, return_tensors="pt", padding=True)
+def _decode(model, processor, sources, protect, settings, **encode):
+    batch = processor(sources, protect=protect, return_tensors="pt", padding=True, **encode)
     targets = [ids[mask.bool()].tolist() for ids, mask in zip(batch["extended_input_ids"], batch["attention_mask"])]
     plain = {k: v for k, v in batch.items() if k != "protected_spans"}
     outputs = []
@@ -81,7 +94,7 @@ def _decode(model, processor, sources, protect, settings):
         ids = model.generate(
             **inputs,
             logits_processor=LogitsProcessorList([oracle]),
-            max_new_tokens=batch["input_ids"].shape[1] + 8,
+            max_new_tokens=batch["input_ids"].shape[1] + 16,
             **settings,
         )  # room for the whole copy
         per = ids.shape[0] // len(sources)
@@ -177,6 +190,70 @@ def test_a_budget_too_short_for_the_spans_places_whole_spans_never_a_fragment(fa
                 assert any("missing from" in str(w.message) for w in caught), (budget, text)
             placed_any |= bool(spans)
     assert placed_any
+
+
+# ---------------------------------------------------------------------------------------- glossaries with protection
+GERMAN = ["Dateien", "Speicher", "Ordner", "jetzt", "Benutzer", "Seite", "Fehler", "Liste"]
+
+
+def _without_added_terms(output: str, added: list[str]) -> str:
+    """`output` with one occurrence of each added target term taken out, with one space beside it."""
+    for term in added:
+        for piece in (" " + term, term + " ", term):
+            at = output.rfind(piece)
+            if at >= 0:
+                output = output[:at] + output[at + len(piece) :]
+                break
+    return output
+
+
+def _glossary_case(rng: random.Random, base: list[str], tokenizer):
+    """A source with placeholders and look-alikes inserted, a protection, and a glossary of its words: identity
+    entries (must change nothing) and X -> Y entries whose target the vocabulary spells (Y added once, as a word)."""
+    words = rng.choice(base).split()[:10]
+    for _ in range(rng.randint(1, 3)):
+        words.insert(rng.randint(0, len(words)), rng.choice(INSERTS + ["50%", "100%%", "%%s", "{", "www.x.org"]))
+    source = " ".join(words)
+    candidates = [w for w in dict.fromkeys(source.split()) if w.isalpha()]
+    glossary = {}
+    for word in rng.sample(candidates, min(len(candidates), rng.randint(1, 3))):
+        spellable = [g for g in GERMAN if tokenizer.unk_token_id not in tokenizer(" " + g)["input_ids"]]
+        glossary[word] = word if rng.random() < 0.5 or not spellable else rng.choice(spellable)
+    protect = rng.choice(["placeholders", "placeholders", r"\d+", "oov", None])
+    return source, glossary, protect
+
+
+@pytest.mark.parametrize("settings", SETTINGS[:2] + SETTINGS[3:], ids=["greedy", "beam3", "sample-2returns"])
+def test_a_perfect_copy_with_a_glossary_and_protection_changes_only_by_the_terms_added(family_tokenizer, settings):
+    """Glossaries and protection as users combine them: an identity glossary plus any protection must change nothing,
+    and X -> Y entries add Y once, as a word, and nothing else (a term after a placeholder mark once ran on as
+    garbage to the length limit)."""
+    family, tokenizer = family_tokenizer
+    model = oracle_copy_model(tokenizer)
+    processor = PointerGeneratorProcessor.from_model(model, tokenizer)
+    rng = random.Random(f"glossary-{family}")
+    base = corpus_texts("test", limit=300)
+    fixed = [
+        ("Delete %(name)s files from {folder}", {"files": "files"}, "placeholders"),
+        ("Delete %(name)s files from {folder}", {"files": "Ordner"}, "placeholders"),
+        ("Rate is 50% for the files", {"files": "Speicher"}, "placeholders"),
+        ("Save %(count)d files to %(path)s now", {"files": "Dateien", "now": "jetzt"}, "placeholders"),
+    ]
+    cases = fixed + [_glossary_case(rng, base, tokenizer) for _ in range(16)]
+    for source, glossary, protect in cases:
+        if protect == "oov" and family == "bpe":
+            protect = None  # byte-level BPE has no out-of-vocabulary words
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                plain, protected = _decode(model, processor, [source], protect, settings, glossary=glossary)
+            except ValueError as error:  # a protected span inside a source term: a clear error, nothing decoded
+                assert "overlaps the glossary's source term" in str(error)
+                continue
+        unspelled = {t for t in glossary.values() if any(f"Glossary term {t!r}" in str(w.message) for w in caught)}
+        added = [t for s_, t in glossary.items() if s_ != t and t not in unspelled and t not in plain[0]]
+        assert _without_added_terms(protected[0], added) == plain[0], (family, source, glossary, protect)
+        assert all(protected[0].count(t) == plain[0].count(t) + 1 for t in added), (family, source, glossary, protect)
 
 
 pytestmark = pytest.mark.slow  # left out by `make test-fast`

@@ -405,6 +405,14 @@ class DataTrainingArguments:
     glossary_mode: str = field(
         default="guarantee", metadata={"help": "guarantee (the terms are placed) or hint (annotation only)."}
     )
+    glossary_match: str = field(
+        default="inflected",
+        metadata={
+            "help": "How --glossary's source terms match: inflected (also their inflected forms and the capitals a "
+            "text brings: server matches Servers) or exact (only as written).",
+            "choices": ["inflected", "exact"],
+        },
+    )
     glossary_augmentation: bool = field(
         default=False,
         metadata={
@@ -581,7 +589,7 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             if not training_args.do_predict:
                 raise ValueError(f"--glossary {data_args.glossary} holds a term base per test pair: add --do_predict.")
         else:
-            glossary = Glossary.from_file(data_args.glossary)
+            glossary = Glossary.from_file(data_args.glossary, match=data_args.glossary_match)
     if data_args.early_stopping_patience is not None and not (
         training_args.do_train
         and training_args.do_eval
@@ -779,7 +787,10 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         if annotate:
             terms = glossary
             if "glossary" in batch:  # one term base per example
-                terms = [Glossary([tuple(pair) for pair in pairs]) for pairs in batch["glossary"]]
+                terms = [
+                    Glossary([tuple(pair) for pair in pairs], match=data_args.glossary_match)
+                    for pairs in batch["glossary"]
+                ]
             sources = reader.glossary_sources(batch["source"], terms, source_prefix=prefix)
         encoded = encode_with_oovs(
             tokenizer,
@@ -902,6 +913,7 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         glossary=glossary,
         glossary_mode=data_args.glossary_mode,
         glossary_column="glossary" if per_example_terms is not None else None,
+        glossary_match=data_args.glossary_match,
         source_column="source",
         source_prefix=prefix,
         max_source_length=data_args.max_source_length,
@@ -1003,13 +1015,8 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         results.update(metrics)
         if trainer.is_world_process_zero() and training_args.predict_with_generate:
             output_dir.mkdir(parents=True, exist_ok=True)
-            predictions = decode_predictions(
-                predict_results.predictions,
-                predict_dataset["oov_words"],
-                tokenizer,
-                vocab_size,
-                predict_dataset["oov_spacing"],
-            )
+            tables, spacing = trainer.oov_tables(predict_dataset)  # with any slots a glossary's terms gained
+            predictions = decode_predictions(predict_results.predictions, tables, tokenizer, vocab_size, spacing)
             write_predictions(output_dir / "generated_predictions.txt", predictions)
             if data_args.metric_model is not None:
                 from training.neural_metrics import neural_scores
