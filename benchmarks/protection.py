@@ -6,8 +6,9 @@ it writes: longer outputs, or outputs that loop to the length limit, cost far mo
 section measures that, on the model a user trains:
 
 * **The model**: a small pointer-generator trained by the project's own `python -m training.run_translation` with
-  the main job's recipe (`training.main.recipe`: mBART shape of width 128, 3+3 layers, `--no_repeat_ngram_size 3`,
-  `--oov_copy_limit`, `--placeholder_augmentation`, lr 1e-3, seed 42) on the embedded English->German corpus, with a
+  the main job's recipe as it was before the low-resource sweep (`training.recipe.UNTUNED`: mBART shape of width
+  128, 3+3 layers, `--no_repeat_ngram_size 3`, `--oov_copy_limit`, `--placeholder_augmentation`, lr 1e-3, seed 42)
+  on the embedded English->German corpus, with a
   byte-level BPE tokenizer (`--train_tokenizer --tokenizer_type bpe`, 8000 tokens) for `--protection-train-steps`
   steps (default 3000: about 6 minutes on an idle core, 9 on a shared one). `--train` builds it under
   `outputs/benchmarks/` if it is not there yet (`train_model`); `--model DIR` uses an existing folder instead (e.g.
@@ -102,12 +103,12 @@ def cached_model_dir(steps: int = DEFAULT_STEPS, tokenizer_type: str = DEFAULT_T
 
 
 def train_command(output_dir: Path, steps: int = DEFAULT_STEPS, tokenizer_type: str = DEFAULT_TOKENIZER) -> list[str]:
-    """The `python -m training.run_translation` argument list: the main job's recipe (`training.main.recipe`) with a
+    """The `python -m training.run_translation` argument list: the main job's recipe (`training.recipe.recipe`) with a
     shared `tokenizer_type` tokenizer trained on the training split, the copy mechanism on, `steps` steps, no
     prediction pass and no checkpoints."""
-    from training.main import recipe
+    from training.recipe import UNTUNED, recipe
 
-    args = recipe(steps, None, 1, 16)
+    args = recipe(steps, None, 1, UNTUNED)
     args = [a for a in args if a not in ("--do_predict", "--predict_with_generate")]
     return [
         sys.executable,

@@ -115,6 +115,10 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             column (a validation set, say) is decoded without terms.
         glossary_match: how source terms match (`"inflected"`, the default for dicts, files and the column, or
             `"exact"`; see `hf_pgen.Glossary`).
+        word_dropout: chance that a source token of a training batch becomes the unknown token
+            (`hf_pgen.word_dropout.drop_words`: a copy model's extended ids and labels follow). Evaluation and
+            prediction batches are never touched.
+        target_word_dropout: the same for the decoder's input tokens (its history); the labels stay.
         source_column, source_prefix, max_source_length: where the source texts that `protect` and `glossary`
             re-encode come from, and how the inputs were made from them.
         model, args, data_collator, ...: as for `Seq2SeqTrainer` (`data_collator` defaults to the copy-aware one).
@@ -160,6 +164,8 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         source_column: str = "source",
         source_prefix: str = "",
         max_source_length: int | None = None,
+        word_dropout: float = 0.0,
+        target_word_dropout: float = 0.0,
         **kwargs,
     ):
         processing_class = kwargs.get("processing_class", more[2] if len(more) > 2 else None)
@@ -199,6 +205,12 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             source_column=source_column, source_prefix=source_prefix, max_source_length=max_source_length
         )
         self._examples: _ExampleIndexDataset | None = None  # the dataset being evaluated (for protected spans)
+        for name, value in (("word_dropout", word_dropout), ("target_word_dropout", target_word_dropout)):
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must lie in [0, 1), got {value}.")
+        if (word_dropout or target_word_dropout) and processing_class is None:
+            raise ValueError("word_dropout needs processing_class (the tokenizer): it names the unknown token.")
+        self.word_dropout, self.target_word_dropout = float(word_dropout), float(target_word_dropout)
         self.label_smoothing = 0.0
         if self.label_smoother is not None and is_pointer_generator(self.model):
             _check_accepts_label_smoothing(self.model)
@@ -212,10 +224,27 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
     # -- loss -----------------------------------------------------------------------------------------------------
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if model.training and (self.word_dropout or self.target_word_dropout):
+            inputs = self._drop_words(model, inputs)
         with self._model_label_smoothing(model):
             return super().compute_loss(
                 model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
             )
+
+    def _drop_words(self, model, inputs: dict) -> dict:
+        from .word_dropout import drop_words
+
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        if tokenizer.unk_token_id is None:
+            raise ValueError("word_dropout replaces tokens by the unknown token, but the tokenizer has none.")
+        return drop_words(
+            inputs,
+            self.word_dropout,
+            unk_token_id=tokenizer.unk_token_id,
+            vocab_size=_unwrap(self.accelerator.unwrap_model(model)).config.vocab_size,
+            special_ids=tokenizer.all_special_ids,
+            target_probability=self.target_word_dropout,
+        )
 
     @contextlib.contextmanager
     def _model_label_smoothing(self, model):

@@ -4,11 +4,15 @@ numbers come from `make main`)."""
 import pytest
 
 from training.main import (
+    ABLATIONS,
     RECIPE_LEVERS,
     SYSTEMS,
-    _progress,
+    add_neural_metric,
+    baseline_goals,
     copy_goals,
     evaluate_goals,
+    neural_metric_table,
+    selected,
     terminology_goals,
     unseen_terms_kept,
 )
@@ -54,6 +58,7 @@ def _significance(systems, significant=True):
                 b: {
                     m: {
                         "difference": scores[a][m] - scores[b][m],
+                        "ci": [scores[a][m] - scores[b][m] - 1.0, scores[a][m] - scores[b][m] + 1.0],
                         "significant": significant,
                         "p_value": 0.001 if significant else 0.5,
                     }
@@ -195,15 +200,45 @@ def test_unseen_terms_kept_counts_only_terms_the_reference_keeps():
 pytestmark = pytest.mark.slow  # left out by `make test-fast`
 
 
-def test_progress_reads_the_trainers_bar_not_the_checkpoint_writers(tmp_path):
-    """A checkpoint save prints Transformers' `Writing model shards: ... 1/1` bar after the Trainer's: the job's
-    progress line must keep showing the training step."""
-    log = tmp_path / "run.log"
-    log.write_text(
-        " 32%|███▏      | 1600/5000 [03:26<02:57, 19.15it/s]\r 32%|███▏      | 1601/5000 [03:26<02:57, "
-        "19.1it/s]\n\rWriting model shards:   0%|          | 0/1 [00:00<?, ?it/s]\x1b[A\rWriting model "
-        "shards: 100%|██████████| 1/1 [00:00<00:00, 12.2it/s]\nMap: 100%|███| 50/50 [00:00<00:00, 99.0 "
-        "examples/s]",
-        encoding="utf-8",
-    )
-    assert _progress(log) == (1601, 5000)
+def test_make_main_runs_the_headline_systems_and_main_full_every_one():
+    headline = {s.name for s in selected(full=False)}
+    recipes = set(RECIPE.values())
+    assert headline == {"copy-source", "subword-nocopy", "subword-nocopy+protect"} | recipes | {
+        f"{r}+protect" for r in recipes
+    }
+    assert [s.name for s in selected(full=False) if s.trained] == ["subword-nocopy", *RECIPE.values()]
+    assert selected(full=True) == list(SYSTEMS)
+    assert not set(selected(full=True, ablations=False)) & set(ABLATIONS)
+    assert {"subword-nocopy-untuned", "pgen-word", "pgen-subword-gloss"} <= {s.name for s in selected(full=True)}
+
+
+@pytest.mark.parametrize("nocopy_chrf, met", [(11.0, True), (9.0, False)])
+def test_the_tuned_baseline_must_reach_copy_source_chrf(nocopy_chrf, met):
+    systems = _systems()
+    for system in systems:
+        if system["name"] == "copy-source":
+            system["metrics"]["chrf"] = 10.0
+        if system["name"] == "subword-nocopy":
+            system["metrics"]["chrf"] = nocopy_chrf
+    goals = baseline_goals(systems, _significance(systems))
+    reach, *leads = goals
+    assert reach["met"] is met
+    assert reach["detail"].startswith(f"subword-nocopy - copy-source: {nocopy_chrf - 10.0:+.1f} (95% interval")
+    assert [g["goal"].split()[0] for g in leads] == list(RECIPE.values())
+    assert all(g["met"] and "95% interval" in g["detail"] for g in leads)  # the recipe rows score higher here
+
+
+@pytest.mark.slow
+def test_a_neural_metric_joins_every_systems_metrics_and_the_table(tmp_path):
+    from testing_utils import corpus_pairs, tiny_encoder_folder
+
+    encoder = tiny_encoder_folder(tmp_path / "encoder")
+    pairs = corpus_pairs("validation", limit=12)
+    sources, references = [en for en, _ in pairs], [de for _, de in pairs]
+    systems = [{"name": n, "label": n, "metrics": {}} for n in ("copy-source", "reference")]
+    outputs = {"copy-source": sources, "reference": references}
+    add_neural_metric(systems, outputs, sources, references, "bertscore", str(encoder))
+    copied, perfect = (s["metrics"]["bertscore_f1"] for s in systems)
+    assert perfect == pytest.approx(1.0, abs=1e-4) and copied < perfect
+    table = neural_metric_table(systems, "bertscore", str(encoder))
+    assert "| system | bertscore_f1 |" in table and f"| reference | {perfect:.4f} |" in table

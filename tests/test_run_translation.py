@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from testing_utils import PREDICT_SAMPLES, corpus_texts, run_without_hf_pgen, tiny_args, tiny_base
+from testing_utils import (
+    PREDICT_SAMPLES,
+    corpus_texts,
+    run_without_hf_pgen,
+    tiny_args,
+    tiny_base,
+    tiny_encoder_folder,
+)
 
 import hf_pgen  # noqa: F401  (registers the pointer-generator with the Auto classes)
 from hf_pgen import PointerGeneratorProcessor
@@ -384,6 +391,70 @@ def test_nothing_to_do(tmp_path):
     args = [a for a in tiny_args(tmp_path) if a not in ("--do_train", "--do_eval", "--do_predict")]
     with pytest.raises(ValueError, match="There is nothing to do: pass --do_train, --do_eval and/or --do_predict"):
         run_translation.main(args)
+
+
+def test_early_stopping_without_what_it_needs_is_refused_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="--early_stopping_patience 2 stops training .* --load_best_model_at_end"):
+        run_translation.main(tiny_args(tmp_path / "out", "--early_stopping_patience", "2"))
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_word_dropout_and_early_stopping_on_the_validation_loss(tmp_path):
+    """Word dropout trains (copy inputs and labels kept consistent: the model's checks would refuse them otherwise);
+    early stopping evaluates the loss only while training, keeps the best checkpoint and says which step it was; the
+    final evaluation still generates."""
+    out = tmp_path / "stop"
+    results = run_translation.main(
+        tiny_args(
+            out,
+            "--word_dropout",
+            "0.3",
+            "--target_word_dropout",
+            "0.1",
+            "--early_stopping_patience",
+            "1",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "4",
+            "--save_strategy",
+            "steps",
+            "--load_best_model_at_end",
+            "--learning_rate",
+            "3e-2",  # far too high: the validation loss turns up early, so the stop comes before the last step
+            "--do_predict",
+            "false",
+            steps=200,
+            save_steps=4,
+        )
+    )
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    evaluations = [entry for entry in history if "eval_loss" in entry and "eval_runtime" in entry]
+    assert evaluations and not any("eval_bleu" in entry for entry in evaluations)  # the loss only, while training
+    assert results["train_steps"] < 200  # stopped
+    losses = {entry["step"]: entry["eval_loss"] for entry in evaluations}
+    assert results["train_best_step"] == min(losses, key=losses.get)
+    assert results["train_best_eval_loss"] == pytest.approx(min(losses.values()))
+    assert "eval_bleu" in results and "eval_chrf" in results  # the final evaluation generates
+    assert results["settings"]["word_dropout"] == 0.3
+
+
+@pytest.mark.slow
+def test_a_neural_metric_from_a_local_model_scores_the_test_predictions(tmp_path):
+    encoder = tiny_encoder_folder(tmp_path / "encoder")
+    results = run_translation.main(
+        tiny_args(tmp_path / "out", "--metric_model", str(encoder), "--do_eval", "false", steps=4, save_steps=4)
+    )
+    assert 0 < results["predict_bertscore_f1"] <= 1 and results["predict_bertscore_layer"] == 2
+    written = json.loads((tmp_path / "out" / "all_results.json").read_text())
+    assert written["predict_bertscore_f1"] == results["predict_bertscore_f1"]
+
+
+def test_a_neural_metric_without_its_model_is_refused_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="--metric_model .*absent does not exist"):
+        run_translation.main(tiny_args(tmp_path / "out", "--metric_model", str(tmp_path / "absent")))
+    assert not (tmp_path / "out").exists()
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -182,6 +182,30 @@ def word_level_tokenizer(texts: list[str], vocab_size: int):
     return train_shared_tokenizer(texts, "wordlevel", vocab_size)
 
 
+def tiny_encoder_folder(folder):
+    """A tiny BERT saved with a WordPiece tokenizer trained on German and English messages of the corpus: a local
+    model for the neural metrics (BERTScore reads any Transformers encoder folder). Returns `folder`."""
+    from transformers import BertConfig, BertModel
+
+    from hf_pgen.tokenizer_training import train_shared_tokenizer
+
+    texts = [text for pair in corpus_pairs("train", 2000) for text in pair]
+    tokenizer = train_shared_tokenizer(texts, "wordpiece", 500, model_max_length=256)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 # -- a Python where hf_pgen cannot be imported ------------------------------------------------------------------------
 
 _BLOCK_HF_PGEN = """

@@ -1,24 +1,31 @@
 #!/usr/bin/env python
-"""The main job: does copying beat not translating, and the subword model a user would otherwise train?
+"""The main job: does copying beat not translating, and a no-copy model tuned for small data?
 
-    python -m training.main                 # what `make main` runs (about 2 hours on 2 CPU cores, measured)
-    python -m training.main --no_ablations  # without the rows of each copy lever alone (about 1 hour)
+    python -m training.main                 # what `make main` runs: the README's headline table (about 25 minutes
+                                            # on 2 CPU cores, set-up included)
+    python -m training.main --full          # make main-full: every system below
+    python -m training.main --full --no_ablations   # without the rows of each copy lever alone
     python -m training.main --fresh         # ignore checkpoints of an earlier (interrupted) run
-    python -m training.main --max_steps 10000   # twice the budget: 29 minutes on 2 cores, measured (README)
     python -m training.main --max_steps 50 --max_predict_samples 100   # a quick look
 
 Systems, scored on the held-out test split (projects unseen in training), every trained one by
-`run_translation.main` with the same recipe (architecture, data, steps, optimiser, seed); each differs from another
-in one thing only:
+`run_translation.main` with its recipe (`training/recipe.py`: architecture, data, optimiser and seed shared; each
+system's training settings tuned on the validation split by `training/tune.py`); each differs from another in one
+thing only. The headline ones (`make main`):
 
     copy-source             the source returned verbatim: the floor every translation system must beat
-    subword-nocopy          a plain Transformer on a shared unigram vocabulary: what a user would otherwise train
-    pgen-word               the pointer-generator on a shared word-level vocabulary (rare words and every
-                            placeholder only by copying)
-    pgen-subword            the pointer-generator on the same unigram vocabulary as subword-nocopy
-    pgen-word-sr-cn-ca      each with the levers of issue 31 that helped it: selective read, copy-next and copy
-    pgen-subword-sr-ca      augmentation for words, selective read and copy augmentation for subwords
-                            (run_translation's model defaults follow: copy-next only for a word-level tokenizer)
+    subword-nocopy          a plain Transformer on a shared unigram vocabulary, with the low-resource settings the
+                            sweep chose for it (`recipe.NOCOPY`): what a user would otherwise train
+    pgen-word-sr-cn-ca      the pointer-generator on a shared word-level vocabulary (rare words and every placeholder
+                            only by copying) with the copy levers that helped it: selective read, copy-next, copy
+                            augmentation
+    pgen-subword-sr-ca      the pointer-generator on unigram subwords with selective read and copy augmentation
+    <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`)
+
+and with `--full` also:
+
+    subword-nocopy-untuned  the no-copy model with the settings every system had before the sweep
+    pgen-word, pgen-subword the pointer-generators without the copy levers
     pgen-*-sr, -cn, -cov, -ca   each with one lever alone, at the same budget: what each buys
     pgen-subword-sr-cn-ca   the unigram recipe with copy-next added back: what it costs there (--no_ablations
                             leaves these 9 out)
@@ -27,8 +34,6 @@ in one thing only:
                             target term in place of the source term): without terms at test time, WMT's "no terms"
                             control
     subword-nocopy-gloss    subword-nocopy trained the same way: inline annotation without a copy head
-    <each>+protect          the same model decoding with protected placeholders (`--protect placeholders`), for
-                            the systems above but the single-lever rows
     <recipe>+beam4          each recipe model decoding with beam search (4 beams), nothing protected: a decoding
                             lever of copying
     <each>+terms            the same model with the test term base guaranteed (`--glossary`, guarantee mode)
@@ -50,7 +55,7 @@ follow. Progress goes to the console (steps per system and an overall estimate),
 
     <system>/               each trained model folder (tokenizer, model card, all_results.json,
                             generated_predictions.txt), and each +protect run's predictions and results
-    tokenizers/             the two shared tokenizers, trained once on the training split
+    tokenizers/             the shared tokenizers (one per kind and size), trained once on the training split
     comparison.json         every system's metrics, training curves, significance, the goals, the recipe
     results.md, results.png the table (with significance and goals) and its picture (scores and training curves)
     copies.jsonl/.html/.png copy records of a few test messages translated through pipeline("translation")
@@ -59,39 +64,44 @@ follow. Progress goes to the console (steps per system and an overall estimate),
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gzip
 import json
-import math
 import os
 import platform
 import re
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-# The recipe: a 3+3-layer mBART-shaped model (pre-layer-norm: it trains stably at a high learning rate from scratch,
-# where post-layer-norm BART collapsed to a constant output) of width 128, trained from scratch. Small and fast on
-# purpose: on 2 CPU cores updates per second count more than width.
-MODEL_TYPE = "mbart"
-# Tokens of source the models read and of output they learn and write: all the positions they have. At most 0.4% of
-# the test sources are longer, so nearly every placeholder is read, not only placed; at 64 output tokens the 10
-# longest test messages (a tenth of the reference words) came out cut at about a third of their length.
-MAX_SOURCE_LENGTH, MAX_TARGET_LENGTH = 128, 128
-CONFIG_OVERRIDES = (
-    "d_model=128,encoder_layers=3,decoder_layers=3,encoder_attention_heads=4,decoder_attention_heads=4,"
-    "encoder_ffn_dim=512,decoder_ffn_dim=512,max_position_embeddings=128"
+from training.jobs import clock as _clock
+from training.jobs import run_jobs
+from training.recipe import (
+    CONFIG_OVERRIDES,
+    LEVERS,
+    MAX_SOURCE_LENGTH,
+    NOCOPY,
+    PGEN_SUBWORD,
+    PGEN_WORD,
+    PLACEHOLDERS_IN_VOCABULARY,
+    RECIPE_LEVERS,
+    TOKENIZERS,
+    UNTUNED,
+    TrainingSettings,
+    decode_recipe,
+    recipe,
+    with_levers,
 )
-TOKENIZERS = {"wordlevel": "word-level, placeholders left to copying", "unigram": "unigram subwords"}
-# A word-level vocabulary without placeholders: the model can only copy one from its source. Measured at 5,000
-# steps (with --placeholder_augmentation and --oov_copy_limit): placeholders kept 84.7% -> 90.0%, every repeated
-# (6.1% of outputs) and invented one gone; BLEU 31.6 -> 30.8 and chrF 30.4 -> 29.9, within their noise.
-# A unigram vocabulary spells placeholders from pieces: nothing to leave out.
-PLACEHOLDERS_IN_VOCABULARY = {"wordlevel": False, "unigram": True}
+
 # The second held-out set: messages of command-line tools and libraries, a different kind of project than the training
 # catalogues (mostly web applications), never used for training or tuning (hf_pgen/en_de_messages/ATTRIBUTION.md).
 HELDOUT_SPLIT = "heldout_tools"
+# The best chrF on it before the low-resource work (2026-12-05: the unigram recipe with protected placeholders); the
+# goal is 3 points more.
+HELDOUT_CHRF_BEFORE = 38.0
+HINT_TSR_GOAL = 0.90
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,7 @@ class System:
     glossary_mode: str = "guarantee"
     beams: int | None = None  # decoding with this many beams instead of the job's --num_beams
     train_args: tuple[str, ...] = ()
+    settings: TrainingSettings | None = None  # a trained system's; decoding rows decode their model_of's model
 
     @property
     def trained(self) -> bool:
@@ -114,49 +125,43 @@ class System:
     def model_of(self) -> str:
         return self.name.split("+")[0]
 
-
-# The levers of copying what nobody listed (issue 31), each a run_translation flag: model options and a data one.
-LEVERS = {
-    "sr": ("--selective_read", "selective read"),
-    "cn": ("--copy_next", "copy-next"),
-    "cov": ("--coverage", "coverage"),
-    "ca": ("--copy_augmentation", "copy augmentation"),
-}
-# The levers that helped, together, per vocabulary: the pointer-generator recipe since issue 31. Copy-next is what
-# helped the word-level model most (unseen terms kept 63.6% -> 70.7% alone); beside selective read and copy
-# augmentation on unigram subwords it cost about 2 chrF in two seeds (p 0.001 both) and bought no copying.
-RECIPE_LEVERS = {"wordlevel": ("sr", "cn", "ca"), "unigram": ("sr", "ca")}
-# Each system names every lever it goes without, so that its run does not depend on run_translation's defaults.
-_WITHOUT = {key: (flag, "false") for key, (flag, _) in LEVERS.items()}
-
-
-def _with_levers(keys: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(arg for key, (flag, _) in LEVERS.items() for arg in ((flag, "true") if key in keys else _WITHOUT[key]))
+    def decoding(self, suffix: str, label: str, **kwargs) -> System:
+        """The same model decoded another way: `<name>+<suffix>`."""
+        return System(self.name + "+" + suffix, self.label + " + " + label, self.tokenizer, self.copy, **kwargs)
 
 
 def _recipe_name(plain: System) -> str:
     return f"{plain.name}-{'-'.join(RECIPE_LEVERS[plain.tokenizer])}"
 
 
-# The pointer-generators as before issue 31's levers ...
+# The pointer-generators without the copy levers ...
 _PGEN = (
     System(
         "pgen-word",
         "pointer-generator, word-level vocabulary (placeholders only copied)",
         "wordlevel",
         copy=True,
-        train_args=_with_levers(()),
+        train_args=with_levers(()),
+        settings=PGEN_WORD,
     ),
-    System("pgen-subword", "pointer-generator, unigram subwords", "unigram", copy=True, train_args=_with_levers(())),
+    System(
+        "pgen-subword",
+        "pointer-generator, unigram subwords",
+        "unigram",
+        copy=True,
+        train_args=with_levers(()),
+        settings=PGEN_SUBWORD,
+    ),
 )
-# ... with the recipe's levers ...
+# ... with the recipe's levers (the headline systems) ...
 _LEVERED = tuple(
     System(
         _recipe_name(p),
         f"{p.label} + {', '.join(LEVERS[k][1] for k in RECIPE_LEVERS[p.tokenizer])}",
         p.tokenizer,
         copy=True,
-        train_args=_with_levers(RECIPE_LEVERS[p.tokenizer]),
+        train_args=with_levers(RECIPE_LEVERS[p.tokenizer]),
+        settings=p.settings,
     )
     for p in _PGEN
 )
@@ -165,7 +170,14 @@ _LEVERED = tuple(
 _WITH_COPY_NEXT = ("sr", "cn", "ca")
 ABLATIONS = (
     *(
-        System(f"{p.name}-{key}", f"{p.label} + {label}", p.tokenizer, copy=True, train_args=_with_levers((key,)))
+        System(
+            f"{p.name}-{key}",
+            f"{p.label} + {label}",
+            p.tokenizer,
+            copy=True,
+            train_args=with_levers((key,)),
+            settings=p.settings,
+        )
         for p in _PGEN
         for key, (_, label) in LEVERS.items()
     ),
@@ -175,13 +187,18 @@ ABLATIONS = (
             f"{p.label} + {', '.join(LEVERS[k][1] for k in _WITH_COPY_NEXT)}",
             p.tokenizer,
             copy=True,
-            train_args=_with_levers(_WITH_COPY_NEXT),
+            train_args=with_levers(_WITH_COPY_NEXT),
+            settings=p.settings,
         )
         for p in _PGEN
         if "cn" not in RECIPE_LEVERS[p.tokenizer]
     ),
 )
-_NOCOPY = System("subword-nocopy", "no-copy Transformer, unigram subwords", "unigram", copy=False)
+_NOCOPY = System("subword-nocopy", "no-copy Transformer, unigram subwords", "unigram", settings=NOCOPY)
+# The same model with the settings every system had before the low-resource sweep: what the tuning bought.
+_NOCOPY_UNTUNED = System(
+    "subword-nocopy-untuned", "no-copy Transformer, unigram subwords, untuned settings", "unigram", settings=UNTUNED
+)
 # run_translation's model defaults for a unigram tokenizer (selective read; with copy-next too, hint TSR was the same:
 # 0.761 against 0.764)
 _GLOSS = System(
@@ -189,295 +206,64 @@ _GLOSS = System(
     "pointer-generator, unigram subwords + selective read, trained with glossary annotation",
     "unigram",
     copy=True,
-    train_args=("--glossary_augmentation", *_with_levers(("sr",))),
+    train_args=("--glossary_augmentation", *with_levers(("sr",))),
+    settings=PGEN_SUBWORD,
 )
 # Inline annotation needs no copy head (Dinu et al. 2019): the no-copy model trained the same way, to compare.
 _NOCOPY_GLOSS = System(
     "subword-nocopy-gloss",
     "no-copy Transformer, unigram subwords, trained with glossary annotation",
     "unigram",
-    copy=False,
     train_args=("--glossary_augmentation",),
+    settings=NOCOPY,
 )
-TRAINED = (_NOCOPY, *_PGEN, *_LEVERED, *ABLATIONS, _GLOSS, _NOCOPY_GLOSS)
-_MAIN = (_NOCOPY, *_PGEN, *_LEVERED)  # decoded again with protected placeholders and on the second held-out set
+TRAINED = (_NOCOPY, *_LEVERED, _NOCOPY_UNTUNED, *_PGEN, *ABLATIONS, _GLOSS, _NOCOPY_GLOSS)
+# The systems of the README's headline table, all that `make main` trains; --full (make main-full) trains them all.
+HEADLINE = {s.name for s in (_NOCOPY, *_LEVERED)}
+_MAIN = (_NOCOPY_UNTUNED, _NOCOPY, *_PGEN, *_LEVERED)  # decoded with protected placeholders and on heldout_tools
 BEAMS = 4
 SYSTEMS = (
     System("copy-source", "copy the source verbatim"),
-    *[
-        s
-        for t in _MAIN
-        for s in (
-            t,
-            System(t.name + "+protect", t.label + " + protected placeholders", t.tokenizer, t.copy, protect=True),
-        )
-    ],
+    *[s for t in _MAIN for s in (t, t.decoding("protect", "protected placeholders", protect=True))],
     *ABLATIONS,
-    # Beam search, a decoding lever of copying (issue 31): the recipe models, nothing protected.
-    *[
-        System(t.name + f"+beam{BEAMS}", t.label + f" + beam search ({BEAMS} beams)", t.tokenizer, t.copy, beams=BEAMS)
-        for t in _LEVERED
-    ],
+    # Beam search, a decoding lever of copying: the recipe models, nothing protected.
+    *[t.decoding(f"beam{BEAMS}", f"beam search ({BEAMS} beams)", beams=BEAMS) for t in _LEVERED],
     _GLOSS,
     _NOCOPY_GLOSS,
-    *[
-        System(t.name + "+terms", t.label + " + test terms guaranteed", t.tokenizer, t.copy, terms="test")
-        for t in (_NOCOPY, *_PGEN, _GLOSS, _NOCOPY_GLOSS)
-    ],
+    *[t.decoding("terms", "test terms guaranteed", terms="test") for t in (_NOCOPY, *_PGEN, _GLOSS, _NOCOPY_GLOSS)],
     *[
         s
         for g in (_GLOSS, _NOCOPY_GLOSS)
         for s in (
-            System(
-                g.name + "+hint",
-                g.label + " + test terms as hints",
-                g.tokenizer,
-                g.copy,
-                terms="test",
-                glossary_mode="hint",
-            ),
-            System(
-                g.name + "+random",
-                g.label + " + random terms as hints",
-                g.tokenizer,
-                g.copy,
-                terms="random",
-                glossary_mode="hint",
-            ),
+            g.decoding("hint", "test terms as hints", terms="test", glossary_mode="hint"),
+            g.decoding("random", "random terms as hints", terms="random", glossary_mode="hint"),
         )
     ],
 )
+_BY_NAME = {s.name: s for s in SYSTEMS}
 
 
-def recipe(max_steps: int, max_predict_samples: int | None, num_beams: int, batch_size: int) -> list[str]:
-    """run_translation arguments shared by every trained system."""
-    args = [
-        "--model_type",
-        MODEL_TYPE,
-        "--config_overrides",
-        CONFIG_OVERRIDES,
-        "--source_lang",
-        "en",
-        "--target_lang",
-        "de",
-        "--max_source_length",
-        str(MAX_SOURCE_LENGTH),
-        "--max_target_length",
-        str(MAX_TARGET_LENGTH),
-        "--do_train",
-        "--do_predict",
-        "--predict_with_generate",
-        "--num_beams",
-        str(num_beams),
-        # Undertrained models loop ("%(size)s %(size)s %(size)s", "die die die"); measured on the last run's three
-        # models, greedy: BLEU +0.2 to +0.7, chrF +0.4 to +1.2, with protection too (the saved generation config keeps
-        # it for the +protect runs and the pipeline).
-        "--no_repeat_ngram_size",
-        "3",
-        # Copy-only words (out of the vocabulary) at most as often as in the source: half the placeholder misses of
-        # the word-level pointer-generator were a copy repeated ("%(path)s von %(path)s"). Measured on it at 10,000
-        # steps: placeholders kept 79.2% -> 87.2%, BLEU 35.6 -> 35.8, unseen terms copied 44.2% -> 45.7%. A no-copy
-        # model has no such words: nothing changes for it.
-        "--oov_copy_limit",
-        # A copy of each training pair with its placeholders renamed alike in source and target (or a word both
-        # hold verbatim made a named one): the test projects' placeholder names (%(rev)s, %(cnum)s) are unseen.
-        # Measured at 5,000 steps, placeholders kept without protection: unigram 53.2% -> 85.1% (BLEU 25.9 -> 31.9),
-        # word-level 80.2% -> 84.7% (BLEU 30.4 -> 31.6); the best BLEU with protection 33.6 -> 34.4
-        # (p 0.12 -> 0.008 against copy-source).
-        "--placeholder_augmentation",
-        "--per_device_train_batch_size",
-        str(batch_size),
-        "--per_device_eval_batch_size",
-        "128",
-        # 1e-3: measured at 5,000 steps (unigram, greedy), 2e-3 left the no-copy model a language model that ignores
-        # its source (BLEU 0.2) and 1e-3 beat both 2e-3 and 5e-4 for the pointer-generator (chrF 30.5 against 26.3 and 25.9).
-        "--learning_rate",
-        "1e-3",
-        "--lr_scheduler_type",
-        "linear",
-        "--warmup_steps",
-        str(max(max_steps // 12, 1)),
-        "--label_smoothing_factor",
-        "0.1",
-        "--weight_decay",
-        "0.01",
-        "--max_grad_norm",
-        "1.0",
-        "--max_steps",
-        str(max_steps),
-        "--logging_steps",
-        "100",
-        "--save_steps",
-        "500",
-        "--save_total_limit",
-        "1",
-        "--seed",
-        "42",
-        "--data_seed",
-        "42",
-        "--report_to",
-        "none",
-        "--dataloader_pin_memory",
-        "false",
-        "--train_sampling_strategy",
-        "group_by_length",
-    ]
-    if max_predict_samples is not None:
-        args += ["--max_predict_samples", str(max_predict_samples)]
-    return args
+def selected(full: bool, ablations: bool = True) -> list[System]:
+    """The systems a run scores: the headline ones (copy-source, the tuned no-copy model, the two recipe
+    pointer-generators, each also with protected placeholders), or with `full` every one (`ablations` False leaves
+    the single-lever rows out)."""
+    if full:
+        return [s for s in SYSTEMS if ablations or s not in ABLATIONS]
+    return [s for s in SYSTEMS if s.name == "copy-source" or (s.model_of in HEADLINE and (s.trained or s.protect))]
 
 
-# The systems scored on the second held-out set: all but the terminology rows.
-HELDOUT_SYSTEMS = tuple(s for s in SYSTEMS if s.model_of in {t.name for t in _MAIN} and not s.terms)
+def settings_of(system: System) -> TrainingSettings:
+    """The training settings of the model a system decodes with."""
+    return _BY_NAME[system.model_of].settings
+
 
 # The systems of the terminology rows (the glossary-trained model and every decoding with terms): judged apart.
 _TERM_SYSTEMS = {_GLOSS.name, _NOCOPY_GLOSS.name} | {s.name for s in SYSTEMS if s.terms}
 
 
-def decode_recipe(
-    model_dir: Path,
-    copy: bool,
-    max_predict_samples: int | None,
-    num_beams: int,
-    guard: tuple[str, ...] = ("--protect", "placeholders"),
-) -> list[str]:
-    """run_translation arguments that decode the test split with a trained folder, placeholders protected (or with
-    the `guard` arguments instead: a term base)."""
-    args = [
-        "--model_name_or_path",
-        str(model_dir),
-        "--copy_mechanism" if copy else "--no_copy_mechanism",
-        "--source_lang",
-        "en",
-        "--target_lang",
-        "de",
-        "--max_source_length",
-        str(MAX_SOURCE_LENGTH),
-        "--max_target_length",
-        str(MAX_TARGET_LENGTH),
-        "--do_predict",
-        "--predict_with_generate",
-        *guard,
-        "--num_beams",
-        str(num_beams),
-        "--per_device_eval_batch_size",
-        "128",
-        "--report_to",
-        "none",
-        "--dataloader_pin_memory",
-        "false",
-    ]
-    if max_predict_samples is not None:
-        args += ["--max_predict_samples", str(max_predict_samples)]
-    return args
-
-
-# -- running the systems ----------------------------------------------------------------------------------------------
-
-
-def _run_child(argv: list[str], log_path: str, queue) -> None:
-    """run_translation.main(argv) in a child process with one torch thread, its output going to log_path."""
-    import traceback
-
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", closefd=False)
-    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", closefd=False)
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-        from training import run_translation
-
-        results = run_translation.main(argv)
-        results.pop("settings", None)
-        queue.put(("ok", results))
-    except BaseException:  # noqa: BLE001 - reported to the parent, which raises
-        queue.put(("error", traceback.format_exc()))
-        raise
-
-
-# The Trainer's bar: unlabelled (not "Writing model shards: ... 1/1") and in it/s (not datasets' examples/s).
-_STEP = re.compile(r"(?:^|\r) *\d+%\|[^|\r\n]*\| *(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]", re.MULTILINE)
-
-
-def _progress(log_path: Path) -> tuple[int, int] | None:
-    """The latest `step/total` of a Trainer progress bar in a child's log."""
-    try:
-        with open(log_path, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(log_path) - 4096))
-            tail = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    found = _STEP.findall(tail)
-    return (int(found[-1][0]), int(found[-1][1])) if found else None
-
-
-def run_jobs(
-    jobs: list[tuple[str, list[str], str | None]], out: Path, workers: int, started: float, done: dict | None = None
-) -> tuple[dict, dict]:
-    """Run `(name, run_translation argv, name of the job it needs first or None)` jobs, `workers` at a time, in
-    order as their needs are met, printing progress; returns their results (with those of `done`, finished before)
-    and wall times."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    pending, running, results, walls = list(jobs), {}, dict(done or {}), {}
-    last_report = 0.0
-    while pending or running:
-        ready = [job for job in pending if job[2] is None or job[2] in results]
-        while ready and len(running) < workers:
-            name, argv, _ = job = ready.pop(0)
-            pending.remove(job)
-            queue = context.Queue()
-            log = out / f"{name}.log"
-            process = context.Process(target=_run_child, args=(argv, str(log), queue), daemon=True)
-            process.start()
-            running[name] = (process, queue, log, time.perf_counter())
-            print(f"  started {name} (log: {log})", flush=True)
-        time.sleep(2)
-        for name, (process, queue, log, t0) in list(running.items()):
-            if process.is_alive() and queue.empty():
-                continue
-            status, payload = queue.get()
-            process.join()
-            del running[name]
-            walls[name] = round(time.perf_counter() - t0, 1)
-            if status != "ok":
-                for other, *_ in running.values():
-                    other.terminate()
-                raise RuntimeError(f"{name} failed (log: {log}):\n{payload}")
-            results[name] = payload
-            print(
-                f"  finished {name} in {_clock(walls[name])}: BLEU {payload.get('predict_bleu', float('nan')):.1f}, "
-                f"chrF {payload.get('predict_chrf', float('nan')):.1f}",
-                flush=True,
-            )
-        if running and time.perf_counter() - last_report > 30:
-            last_report = time.perf_counter()
-            parts, fractions = [], []
-            for name, (_, _, log, t0) in running.items():
-                step = _progress(log)
-                if step:
-                    parts.append(f"{name} {step[0]}/{step[1]}")
-                    fractions.append((step[0] / max(step[1], 1), time.perf_counter() - t0))
-                else:
-                    parts.append(f"{name} starting")
-            estimate = ""
-            if fractions and all(f > 0.05 for f, _ in fractions):
-                left = max(elapsed * (1 - f) / f for f, elapsed in fractions)
-                more = math.ceil(sum(j[2] is None for j in pending) / workers) * max(
-                    elapsed / f for f, elapsed in fractions
-                )
-                estimate = f"; about {_clock(left + more)} left in this phase"
-            print(f"  [{_clock(time.perf_counter() - started)}] " + ", ".join(parts) + estimate, flush=True)
-    return results, walls
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s"
+def heldout_systems(chosen: list[System]) -> list[System]:
+    """The systems scored on the second held-out set: the main models and their protected and beam rows."""
+    return [s for s in chosen if s.model_of in {t.name for t in _MAIN} and not s.terms]
 
 
 # -- scoring ----------------------------------------------------------------------------------------------------------
@@ -555,13 +341,16 @@ def terminology_controls(
     return test, controls
 
 
-def score_heldout(sources: list[str], references: list[str], train_texts: list[str], out: Path) -> dict:
-    """The systems on the second held-out set: their metrics, significance against copy-source, and its goal."""
+def score_heldout(
+    sources: list[str], references: list[str], train_texts: list[str], out: Path, chosen: list[System]
+) -> dict:
+    """The `chosen` systems on the second held-out set: their metrics, significance against copy-source, and its
+    goal."""
     from training.report import significance
 
     terms = unseen_terms(sources, train_texts)
     outputs = {"copy-source": sources}
-    outputs |= {s.name: read_predictions(out / HELDOUT_SPLIT / s.name) for s in HELDOUT_SYSTEMS}
+    outputs |= {s.name: read_predictions(out / HELDOUT_SPLIT / s.name) for s in heldout_systems(chosen)}
     labels, beams = {s.name: s.label for s in SYSTEMS}, {s.name: s.beams for s in SYSTEMS}
     systems = [
         {
@@ -591,6 +380,16 @@ def score_heldout(sources: list[str], references: list[str], train_texts: list[s
                 f"p = {c['p_value']:.3f}",
             }
         )
+    goals.append(
+        {
+            "goal": f"the best system reaches chrF {HELDOUT_CHRF_BEFORE + 3:.1f} on the second held-out set (3 more than "
+            f"the best before the low-resource work, {HELDOUT_CHRF_BEFORE:.1f})",
+            "met": best["metrics"]["chrf"] >= HELDOUT_CHRF_BEFORE + 3,
+            "detail": f"{best['name']} {best['metrics']['chrf']:.1f} "
+            f"(95% interval {sig['systems'][best['name']]['chrf']['ci'][0]:.1f}-"
+            f"{sig['systems'][best['name']]['chrf']['ci'][1]:.1f})",
+        }
+    )
     return {
         "sentences": len(sources),
         "systems": systems,
@@ -598,6 +397,22 @@ def score_heldout(sources: list[str], references: list[str], train_texts: list[s
         "goals": goals,
         "unseen_terms": sum(map(len, terms)),
     }
+
+
+def add_neural_metric(
+    systems: list[dict], outputs: dict[str, list[str]], sources, references, metric: str, model_path: str
+) -> None:
+    """Each system's corpus BERTScore or COMET on the test split (`training.neural_metrics`), into its metrics."""
+    from training.neural_metrics import neural_scores
+
+    for system in systems:
+        system["metrics"].update(neural_scores(metric, model_path, sources, outputs[system["name"]], references))
+
+
+def neural_metric_table(systems: list[dict], metric: str, model_path: str) -> str:
+    key = "bertscore_f1" if metric == "bertscore" else "comet"
+    rows = "\n".join(f"| {s['label']} | {s['metrics'][key]:.4f} |" for s in systems)
+    return f"{metric} from {model_path}, test split:\n\n| system | {key} |\n|---|---:|\n{rows}"
 
 
 def read_predictions(folder: Path) -> list[str]:
@@ -689,14 +504,46 @@ def evaluate_goals(systems: list[dict], sig: dict) -> list[dict]:
     return goals
 
 
+def _difference(sig: dict, a: str, b: str, metric: str) -> str:
+    c = sig["comparisons"][a][b][metric]
+    low, high = c["ci"]
+    return f"{a} - {b}: {c['difference']:+.1f} (95% interval {low:+.1f} to {high:+.1f}, p = {c['p_value']:.3f})"
+
+
+def baseline_goals(systems: list[dict], sig: dict) -> list[dict]:
+    """The tuned no-copy Transformer is a baseline a reviewer accepts: it reaches copy-the-source chrF; and the
+    pointer-generator's lead over it (both greedy, nothing protected) is beyond noise, with its interval."""
+    by_name = {s["name"]: s for s in systems}
+    base, floor = by_name.get(_NOCOPY.name), by_name["copy-source"]
+    if base is None:
+        return []
+    goals = [
+        {
+            "goal": "the tuned no-copy Transformer reaches copy-the-source chrF",
+            "met": base["metrics"]["chrf"] >= floor["metrics"]["chrf"],
+            "detail": _difference(sig, base["name"], floor["name"], "chrf"),
+        }
+    ]
+    for recipe_system in (s for s in _LEVERED if s.name in by_name):
+        c = sig["comparisons"][recipe_system.name][base["name"]]["chrf"]
+        goals.append(
+            {
+                "goal": f"{recipe_system.name} leads the tuned no-copy Transformer on chrF (beyond noise)",
+                "met": c["difference"] > 0 and c["significant"],
+                "detail": _difference(sig, recipe_system.name, base["name"], "chrf"),
+            }
+        )
+    return goals
+
+
 def copy_goals(systems: list[dict], sig: dict) -> list[dict]:
-    """Copying what nobody listed (issue 31): without protection, the unseen source terms the reference keeps are kept
-    in >= 90% of cases by the best word-level pointer-generator and >= 80% by the best subword one; and the recipe's
+    """Copying what nobody listed: without protection, the unseen source terms the reference keeps are kept in >= 85%
+    of cases by the best word-level pointer-generator and >= 75% by the best subword one; and the recipe's
     levers together (`RECIPE_LEVERS`) cost neither BLEU nor chrF beyond noise against the same model without them.
     The single-lever rows are measured, not judged: coverage, for one, is an option of its own (See et al.), not part
     of the recipe."""
     goals = []
-    for prefix, vocabulary, target in (("pgen-word", "word-level", 0.9), ("pgen-subword", "subword", 0.8)):
+    for prefix, vocabulary, target in (("pgen-word", "word-level", 0.85), ("pgen-subword", "subword", 0.75)):
         candidates = [
             s
             for s in systems
@@ -749,7 +596,7 @@ def _lever_keys(name: str, base: str) -> tuple[str, ...] | None:
 
 def terminology_goals(systems: list[dict], sig: dict) -> list[dict]:
     """The glossary goals: guaranteed terms reach every system's output (TSR 1.000) at a chrF no more than 1 below the
-    same model without terms, and the annotated model reads them as hints (TSR >= 0.95)."""
+    same model without terms, and the annotated model reads them as hints (TSR >= 0.90)."""
     by_name = {s["name"]: s for s in systems}
     goals = []
     guaranteed = [s for s in systems if s.get("terms") == "test" and s["glossary_mode"] == "guarantee"]
@@ -782,8 +629,8 @@ def terminology_goals(systems: list[dict], sig: dict) -> list[dict]:
         tsr = hint["metrics"]["term_success_rate"]
         goals.append(
             {
-                "goal": "test terms as hints to the annotated pointer-generator: TSR >= 0.95",
-                "met": tsr >= 0.95,
+                "goal": f"test terms as hints to the annotated pointer-generator: TSR >= {HINT_TSR_GOAL:.2f}",
+                "met": tsr >= HINT_TSR_GOAL,
                 "detail": f"{hint['name']} {tsr:.3f} (without terms {by_name[_GLOSS.name]['metrics']['term_success_rate']:.3f}, "
                 f"random-term control {by_name[_GLOSS.name + '+random']['metrics']['term_success_rate']:.3f})",
             }
@@ -799,11 +646,22 @@ def main(argv: list[str] | None = None) -> dict:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", default="outputs/main")
-    parser.add_argument("--max_steps", type=int, default=5000, help="Training steps of each trained system.")
-    parser.add_argument("--batch_size", type=int, default=16)
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="Every system (make main-full): the headline ones, the untuned no-copy model, the pointer-generators "
+        "without levers and with each lever alone, beam search, and the glossary rows. Default: the README's "
+        "headline table only (make main).",
+    )
+    parser.add_argument(
+        "--max_steps", type=int, default=None, help="Training steps of every trained system (default: each one's own)."
+    )
+    parser.add_argument("--batch_size", type=int, default=None, help="Default: each system's own.")
     parser.add_argument("--num_beams", type=int, default=1)
     parser.add_argument("--max_predict_samples", type=int, default=None, help="Default: the whole test split.")
-    parser.add_argument("--vocab_size", type=int, default=8000, help="Size of each shared vocabulary.")
+    parser.add_argument(
+        "--vocab_size", type=int, default=None, help="Size of every vocabulary (default: each one's own)."
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -815,8 +673,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--no_ablations",
         dest="ablations",
         action="store_false",
-        help="Leave out the rows of each copy lever alone and of the unigram recipe with copy-next "
-        "(issue 31): 9 of the 16 trained systems.",
+        help="With --full: leave out the rows of each copy lever alone and of the unigram recipe with copy-next "
+        "(9 of the 17 trained systems).",
     )
     parser.add_argument(
         "--reuse_predictions",
@@ -829,6 +687,23 @@ def main(argv: list[str] | None = None) -> dict:
         action="store_true",
         help="Delete an earlier run's folders first (default: resume the trained systems from their checkpoints).",
     )
+    parser.add_argument(
+        "--no_data_conditions",
+        dest="data_conditions",
+        action="store_false",
+        help="With --full: leave out the data experiment (messages, + DDTP, + backtranslation, + tag), which needs "
+        "the DDTP corpus (`make ddtp`).",
+    )
+    parser.add_argument("--ddtp_dir", default=None, help="Where the DDTP corpus was built (default: its cache).")
+    parser.add_argument(
+        "--metric_model",
+        default=None,
+        help="A local model folder: every system's test outputs also get --neural_metric (training/neural_metrics.py).",
+    )
+    parser.add_argument("--neural_metric", default="bertscore", choices=("bertscore", "comet"))
+    parser.add_argument(
+        "--bt_samples", type=int, default=None, help="Backtranslate only the first N DDTP German texts (default: all)."
+    )
     parser.add_argument("--examples", type=int, default=5, help="Test messages to translate through the pipeline.")
     parser.add_argument(
         "--dictionary",
@@ -839,9 +714,19 @@ def main(argv: list[str] | None = None) -> dict:
     if extra and extra[0] == "--":
         extra = extra[1:]
 
+    if args.metric_model:
+        from training.neural_metrics import check_metric
+
+        check_metric(args.neural_metric, args.metric_model)  # before any training
     cores = os.cpu_count() or 1
-    trained = [t for t in TRAINED if args.ablations or t not in ABLATIONS]
-    chosen = [s for s in SYSTEMS if args.ablations or s not in ABLATIONS]
+    chosen = selected(args.full, args.ablations)
+    trained = [s for s in chosen if s.trained]
+    overrides = {
+        k: v
+        for k, v in (("max_steps", args.max_steps), ("batch_size", args.batch_size), ("vocab_size", args.vocab_size))
+        if v is not None
+    }
+    settings = {s.name: s.settings.replace(**overrides) for s in trained}
     workers = args.workers or min(len(trained), 2 * cores)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the spawned runs
@@ -865,20 +750,28 @@ def main(argv: list[str] | None = None) -> dict:
     train_texts = [p["en"] for p in train] + [p["de"] for p in train]
     sources, references = [p["en"] for p in test], [p["de"] for p in test]
 
-    # One tokenizer per vocabulary kind, shared by the systems that use it (trained here, on the training split, as
-    # run_translation --train_tokenizer does); an interrupted run resumes with the tokenizers it started with.
+    # One tokenizer per vocabulary kind and size, shared by the systems that use it (trained here, on the training
+    # split, as run_translation --train_tokenizer does); an interrupted run resumes with the tokenizers it started with.
     print(
-        f"=== hf_pgen main job: {len(chosen)} systems on {len(test)} test messages, {len(trained)} trained for "
-        f"{args.max_steps} steps each, {workers} at a time ===",
+        f"=== hf_pgen main job: {len(chosen)} systems on {len(test)} test messages, {len(trained)} trained "
+        f"({', '.join(f'{n} {v.max_steps} steps of {v.batch_size}' for n, v in settings.items())}), "
+        f"{workers} at a time ===",
         flush=True,
     )
-    for kind in TOKENIZERS:
-        folder = out / "tokenizers" / kind
+
+    def tokenizer_folder(system: System) -> Path:
+        return out / "tokenizers" / f"{system.tokenizer}-{settings[system.model_of].vocab_size}"
+
+    for system in trained:
+        folder = tokenizer_folder(system)
         if not (folder / "tokenizer.json").is_file():
             from hf_pgen.tokenizer_training import train_shared_tokenizer
 
             train_shared_tokenizer(
-                train_texts, kind, args.vocab_size, placeholders_in_vocabulary=PLACEHOLDERS_IN_VOCABULARY[kind]
+                train_texts,
+                system.tokenizer,
+                settings[system.name].vocab_size,
+                placeholders_in_vocabulary=PLACEHOLDERS_IN_VOCABULARY[system.tokenizer],
             ).save_pretrained(folder)
 
     # The term bases of the test split (and the dictionary the glossary-trained system draws training terms from).
@@ -892,7 +785,6 @@ def main(argv: list[str] | None = None) -> dict:
         flush=True,
     )
 
-    common = recipe(args.max_steps, args.max_predict_samples, args.num_beams, args.batch_size) + extra
     print(
         "\n--- training and decoding (each trained system: train, decode the test split; then decode it again "
         "with protected placeholders) ---",
@@ -901,10 +793,11 @@ def main(argv: list[str] | None = None) -> dict:
     jobs = [
         (
             s.name,
-            common
+            recipe(None, args.max_predict_samples, args.num_beams, settings[s.name])
+            + extra
             + [
                 "--tokenizer_name",
-                str(out / "tokenizers" / s.tokenizer),
+                str(tokenizer_folder(s)),
                 "--output_dir",
                 str(out / s.name),
                 "--copy_mechanism" if s.copy else "--no_copy_mechanism",
@@ -974,8 +867,29 @@ def main(argv: list[str] | None = None) -> dict:
             ],
             s.model_of,
         )
-        for s in HELDOUT_SYSTEMS
+        for s in heldout_systems(chosen)
     ]
+    conditions = args.full and args.data_conditions
+    if conditions:  # the controlled data experiment (training/data_conditions.py)
+        from hf_pgen.corpus import CORPUS_DIR as MESSAGES
+        from training.data.ddtp import corpus_files
+        from training.data_conditions import condition_jobs
+
+        ddtp = corpus_files(args.ddtp_dir)  # built by `make ddtp`; the error says how
+        condition_settings = PGEN_SUBWORD.replace(**overrides)
+        shared = out / "tokenizers" / f"unigram-{condition_settings.vocab_size}-messages-ddtp"
+        if not (shared / "tokenizer.json").is_file():
+            from hf_pgen.tokenizer_training import train_shared_tokenizer
+            from training.backtranslate import read_monolingual
+
+            texts = list(train_texts)
+            for language in ("en", "de"):
+                texts += [t for t in read_monolingual(ddtp["train"], language) if t.strip()]
+            train_shared_tokenizer(texts, "unigram", condition_settings.vocab_size).save_pretrained(shared)
+        messages = {split: MESSAGES / f"{split}.jsonl.gz" for split in ("train", "test", HELDOUT_SPLIT)}
+        jobs += condition_jobs(
+            out, condition_settings, shared, messages, ddtp, args.max_predict_samples, args.num_beams, args.bt_samples
+        )
     done = {}
     if args.reuse_predictions:
         for name, *_ in jobs:
@@ -993,10 +907,10 @@ def main(argv: list[str] | None = None) -> dict:
 
     from hf_pgen.metrics import placeholder_preservation, term_success_rate
 
-    read_whole = {}  # per vocabulary kind: which test sources fit in MAX_SOURCE_LENGTH tokens
-    for kind in TOKENIZERS:
-        encoded = AutoTokenizer.from_pretrained(out / "tokenizers" / kind)(sources)["input_ids"]
-        read_whole[kind] = [len(ids) <= MAX_SOURCE_LENGTH for ids in encoded]
+    read_whole = {}  # per tokenizer: which test sources fit in MAX_SOURCE_LENGTH tokens
+    for folder in {tokenizer_folder(t) for t in trained}:
+        encoded = AutoTokenizer.from_pretrained(folder)(sources)["input_ids"]
+        read_whole[folder] = [len(ids) <= MAX_SOURCE_LENGTH for ids in encoded]
     outputs, systems = {}, []
     for system in chosen:
         t0 = time.perf_counter()
@@ -1005,7 +919,7 @@ def main(argv: list[str] | None = None) -> dict:
         metrics = score(sources, references, predictions, terms)
         metrics["term_success_rate"] = term_success_rate(sources, predictions, test_terms)
         if system.tokenizer is not None:  # the sources the model read whole: what protection can vouch for
-            whole = read_whole[system.tokenizer]
+            whole = read_whole[tokenizer_folder(system)]
             read = [i for i, w in enumerate(whole) if w]
             metrics.update(
                 sources_truncated=whole.count(False),
@@ -1044,7 +958,9 @@ def main(argv: list[str] | None = None) -> dict:
             }
         )
     sig = significance(references, outputs, baseline="copy-source")
-    second = score_heldout([p["en"] for p in heldout], [p["de"] for p in heldout], train_texts, out)
+    if args.metric_model:  # a neural metric from the user's local model (nothing downloaded)
+        add_neural_metric(systems, outputs, sources, references, args.neural_metric, args.metric_model)
+    second = score_heldout([p["en"] for p in heldout], [p["de"] for p in heldout], train_texts, out, chosen)
     comparison = {
         "date": date.today().isoformat(),
         "machine": f"{cores} CPU cores, {platform.machine()}, Python {platform.python_version()}",
@@ -1052,7 +968,10 @@ def main(argv: list[str] | None = None) -> dict:
         "chrf_signature": sig["signatures"]["chrf"],
         "systems": systems,
         "significance": sig,
-        "goals": evaluate_goals(systems, sig) + copy_goals(systems, sig) + terminology_goals(systems, sig),
+        "goals": evaluate_goals(systems, sig)
+        + baseline_goals(systems, sig)
+        + copy_goals(systems, sig)
+        + terminology_goals(systems, sig),
         HELDOUT_SPLIT: second,
         "term_bases": {
             "test": sum(map(len, test_terms)),
@@ -1061,11 +980,13 @@ def main(argv: list[str] | None = None) -> dict:
         },
         "unseen_terms": sum(map(len, terms)),
         "recipe": {
-            "run_translation_args": common,
+            "run_translation_args": {name: args for name, args, _ in jobs if name in settings},
+            "settings": {name: dataclasses.asdict(v) for name, v in settings.items()},
             "config_overrides": CONFIG_OVERRIDES,
             "tokenizers": {
-                k: f"{v}, {args.vocab_size} tokens, trained on the training split (shared en/de)"
-                for k, v in TOKENIZERS.items()
+                t.name: f"{TOKENIZERS[t.tokenizer]}, {settings[t.name].vocab_size} tokens, trained on the training "
+                "split (shared en/de)"
+                for t in trained
             },
             "workers": workers,
             "torch_threads_per_run": 1,
@@ -1094,6 +1015,8 @@ def main(argv: list[str] | None = None) -> dict:
     comparison["wall_seconds"] = walls
 
     table, goals = markdown_table(comparison), goals_table(comparison)
+    if args.metric_model:
+        table += "\n\n" + neural_metric_table(systems, args.neural_metric, args.metric_model)
     second_table = (
         f"### The second held-out set: {len(heldout)} messages of command-line tools and libraries\n\n"
         f"{markdown_table(second)}\n{goals_table(second)}"
@@ -1101,6 +1024,22 @@ def main(argv: list[str] | None = None) -> dict:
     (out / "comparison.json").write_text(
         json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
     )
+    if conditions:
+        from training.data_conditions import conditions_table, score_conditions
+
+        ddtp_test = [json.loads(line)["translation"] for line in gzip.open(ddtp["test"], "rt", encoding="utf-8")]
+        if args.max_predict_samples is not None:
+            ddtp_test = ddtp_test[: args.max_predict_samples]
+        evaluations = {
+            "test": (sources, references),
+            HELDOUT_SPLIT: ([p["en"] for p in heldout], [p["de"] for p in heldout]),
+            "ddtp_test": ([p["en"] for p in ddtp_test], [p["de"] for p in ddtp_test]),
+        }
+        comparison["data_conditions"] = score_conditions(out, evaluations, train_texts)
+        second_table += "\n\n### Data conditions\n\n" + conditions_table(comparison["data_conditions"])
+        (out / "comparison.json").write_text(
+            json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+        )
     (out / "results.md").write_text(f"{table}\n\n{goals}\n\n{second_table}", encoding="utf-8")
     plot_results(comparison, out / "results.png")
 

@@ -46,6 +46,7 @@ from transformers import (
     CONFIG_MAPPING,
     AutoTokenizer,
     DataCollatorForSeq2Seq,
+    EarlyStoppingCallback,
     HfArgumentParser,
     Seq2SeqTrainingArguments,
     set_seed,
@@ -335,6 +336,43 @@ class DataTrainingArguments:
             "teaches copying words never seen in training (training/augmentation.py)."
         },
     )
+    word_dropout: float = field(
+        default=0.0,
+        metadata={
+            "help": "Chance that a source token of a training batch becomes the unknown token (Sennrich & Zhang "
+            "2019's word dropout; a pointer-generator's copy inputs and labels follow, so a dropped word is "
+            "unknown to copying too: hf_pgen/word_dropout.py)."
+        },
+    )
+    target_word_dropout: float = field(
+        default=0.0,
+        metadata={"help": "The same for the decoder's input tokens (its own history); the labels stay."},
+    )
+    early_stopping_patience: int | None = field(
+        default=None,
+        metadata={
+            "help": "With --eval_strategy steps: stop once the validation loss has not improved for this many "
+            "evaluations, and keep the best checkpoint (training to convergence). Evaluations during "
+            "training compute the loss only; --predict_with_generate applies to the final evaluation."
+        },
+    )
+    metric_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "A local model folder for a neural metric of the test predictions (--neural_metric): a "
+            "Transformers encoder for BERTScore, a COMET checkpoint folder for COMET. Nothing is downloaded "
+            "(training/neural_metrics.py); needs the bert-score or unbabel-comet package."
+        },
+    )
+    neural_metric: str = field(
+        default="bertscore", metadata={"help": "bertscore or comet: what --metric_model computes."}
+    )
+    metric_layers: int | None = field(
+        default=None,
+        metadata={
+            "help": "BERTScore's layer (default: its authors' choice for the folder's model name, else the last)."
+        },
+    )
     ignore_pad_token_for_loss: bool = field(default=True, metadata={"help": "Ignore padded label positions."})
     source_prefix: str | None = field(default=None, metadata={"help": "Text prepended to every source (T5)."})
     forced_bos_token: str | None = field(
@@ -552,6 +590,26 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
                 raise ValueError(f"--glossary {data_args.glossary} holds a term base per test pair: add --do_predict.")
         else:
             glossary = Glossary.from_file(data_args.glossary, match=data_args.glossary_match)
+    if data_args.early_stopping_patience is not None and not (
+        training_args.do_train
+        and training_args.do_eval
+        and training_args.eval_strategy != "no"
+        and training_args.load_best_model_at_end
+    ):
+        raise ValueError(
+            f"--early_stopping_patience {data_args.early_stopping_patience} stops training when the validation "
+            "loss stops improving: add --do_train --do_eval --eval_strategy steps --eval_steps K --save_strategy "
+            "steps --save_steps K --load_best_model_at_end (the best checkpoint is the one kept)."
+        )
+    if data_args.metric_model is not None:
+        from training.neural_metrics import check_metric
+
+        if not (training_args.do_predict and training_args.predict_with_generate):
+            raise ValueError(
+                f"--metric_model {data_args.metric_model} scores generated test predictions: add --do_predict "
+                "--predict_with_generate (or drop --metric_model)."
+            )
+        check_metric(data_args.neural_metric, data_args.metric_model)  # before any training
     if data_args.protect is not None and not training_args.predict_with_generate:
         raise ValueError(
             f"--protect {data_args.protect} protects spans in generated outputs: add "
@@ -859,7 +917,11 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
         source_column="source",
         source_prefix=prefix,
         max_source_length=data_args.max_source_length,
+        word_dropout=data_args.word_dropout,
+        target_word_dropout=data_args.target_word_dropout,
     )
+    if data_args.early_stopping_patience is not None:
+        trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=data_args.early_stopping_patience))
 
     results: dict[str, Any] = {}
     output_dir = Path(training_args.output_dir)
@@ -884,7 +946,12 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             if (output_dir / "train_results.json").is_file():  # the finished run's, kept
                 results.update(json.loads((output_dir / "train_results.json").read_text()))
         else:
+            # Evaluations during training (early stopping) need the validation loss only: generating the whole
+            # validation split at each would cost more than the training between them.
+            loss_only = training_args.prediction_loss_only
+            training_args.prediction_loss_only = loss_only or data_args.early_stopping_patience is not None
             train_result = trainer.train(resume_from_checkpoint=checkpoint)
+            training_args.prediction_loss_only = loss_only
             trainer.save_model()  # also saves the tokenizer (processing_class)
             metrics = dict(train_result.metrics)
             steps_run = trainer.state.global_step - start_step
@@ -895,6 +962,11 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
                 * max(training_args.world_size, 1)
             )
             metrics["train_samples"] = len(train_dataset)
+            metrics["train_steps"] = trainer.state.global_step
+            if data_args.early_stopping_patience is not None and trainer.state.best_model_checkpoint:
+                # the weights kept: those of the best validation loss, not of the last step
+                metrics["train_best_step"] = int(trainer.state.best_model_checkpoint.rsplit("-", 1)[-1])
+                metrics["train_best_eval_loss"] = trainer.state.best_metric
             if start_step:
                 metrics["train_resumed_from_step"] = start_step
             if metrics.get("train_runtime"):
@@ -946,6 +1018,21 @@ def main(args: list[str] | None = None) -> dict[str, Any]:
             tables, spacing = trainer.oov_tables(predict_dataset)  # with any slots a glossary's terms gained
             predictions = decode_predictions(predict_results.predictions, tables, tokenizer, vocab_size, spacing)
             write_predictions(output_dir / "generated_predictions.txt", predictions)
+            if data_args.metric_model is not None:
+                from training.neural_metrics import neural_scores
+
+                scores = neural_scores(
+                    data_args.neural_metric,
+                    data_args.metric_model,
+                    predict_dataset["source"],
+                    predictions,
+                    predict_dataset["target"],
+                    num_layers=data_args.metric_layers,
+                )
+                metrics.update({f"predict_{k}": v for k, v in scores.items()})
+                trainer.log_metrics("predict", metrics)
+                trainer.save_metrics("predict", metrics)
+                results.update(metrics)
         if trainer.is_world_process_zero() and data_args.copy_records:
             write_copy_records(
                 output_dir,

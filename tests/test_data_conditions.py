@@ -1,0 +1,100 @@
+"""training/data_conditions.py and training/data/mix.py: the data experiment's job graph (each condition adds one
+thing to the previous; backtranslation waits for the reverse model, a condition's model for its data) and the
+training files it mixes."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from training import run_translation
+from training.data.mix import mix
+from training.data_conditions import BT_TAG, CONDITIONS, REVERSE, condition_jobs
+from training.recipe import UNTUNED
+
+
+def _write(path: Path, pairs, gz=False):
+    lines = "".join(json.dumps({"translation": {"en": en, "de": de}, "extra": 1}) + "\n" for en, de in pairs)
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(lines)
+    else:
+        path.write_text(lines, encoding="utf-8")
+    return path
+
+
+def test_mix_keeps_every_pair_in_order_and_counts_them(tmp_path):
+    first = _write(tmp_path / "a.jsonl.gz", [("Open", "Öffnen"), ("Save", "Speichern")], gz=True)
+    second = _write(tmp_path / "b.jsonl", [("Close", "Schließen")])
+    counts = mix([first, second], tmp_path / "out.jsonl.gz")
+    assert counts == {str(first): 2, str(second): 1}
+    with gzip.open(tmp_path / "out.jsonl.gz", "rt", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle]
+    assert [r["translation"]["en"] for r in records] == ["Open", "Save", "Close"]
+    assert all(set(r) == {"translation"} for r in records)
+    (tmp_path / "bad.jsonl").write_text('{"en": "x"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 1 has no 'translation' object"):
+        mix([tmp_path / "bad.jsonl"], tmp_path / "never.jsonl")
+
+
+def test_each_condition_adds_one_thing_and_waits_for_what_it_needs(tmp_path):
+    messages = {s: tmp_path / f"messages-{s}.jsonl.gz" for s in ("train", "test", "heldout_tools")}
+    ddtp = {s: tmp_path / f"ddtp-{s}.jsonl.gz" for s in ("train", "validation", "test")}
+    jobs = condition_jobs(tmp_path, UNTUNED, tmp_path / "tok", messages, ddtp, None, 1, bt_samples=100)
+    by_name = {job[0]: job for job in jobs}
+    entry = {name: (job[3] if len(job) > 3 else "training.run_translation") for name, job in by_name.items()}
+    assert [c.parts for c in CONDITIONS] == [
+        ("messages",),
+        ("messages", "ddtp"),
+        ("messages", "ddtp", "bt"),
+        ("messages", "ddtp", "bt-tag"),
+    ]
+    # the reverse model trains de -> en on the messages and DDTP pairs, then backtranslates DDTP's German side
+    reverse = by_name[REVERSE][1]
+    assert reverse[len(reverse) - 1 - reverse[::-1].index("--source_lang") + 1] == "de"
+    assert by_name[REVERSE][2] == "data/mix-ddtp" and entry["data/bt"] == "training.backtranslate"
+    assert by_name["data/bt"][2] == REVERSE and by_name["data/bt-tag"][2] == REVERSE
+    assert str(ddtp["train"]) in by_name["data/bt"][1] and "--tag" not in by_name["data/bt"][1]
+    assert by_name["data/bt-tag"][1][-2:] == ["--tag", BT_TAG] and "100" in by_name["data/bt"][1]
+    assert by_name["data/mix-data-ddtp-bt"][2] == "data/bt" and by_name["data/mix-data-ddtp-bt-tag"][2] == "data/bt-tag"
+    for condition in CONDITIONS:
+        argv = by_name[condition.name][1]
+        _, _, data_args, training_args = run_translation.parse_args(argv)  # a valid run_translation command
+        assert data_args.train_file.endswith(f"train-{condition.name}.jsonl.gz") and training_args.do_predict
+        assert argv[argv.index("--tokenizer_name") + 1] == str(tmp_path / "tok")  # one tokenizer for all four
+        for evaluation in ("heldout_tools", "ddtp_test"):
+            assert by_name[f"{evaluation}/{condition.name}"][2] == condition.name
+    mixes = [entry[n] for n in by_name if n.startswith("data/mix")]
+    assert set(mixes) == {"training.data.mix"}
+
+
+def test_each_condition_is_scored_on_every_set_against_the_previous_one(tmp_path):
+    from testing_utils import corpus_pairs
+
+    from training.data_conditions import EVALUATIONS, conditions_table, score_conditions
+    from training.evaluation import write_predictions
+
+    pairs = corpus_pairs("validation", limit=30)
+    sources, references = [en for en, _ in pairs], [de for _, de in pairs]
+    # messages alone copies the source; each later condition gets one more reference sentence right
+    for rank, condition in enumerate(CONDITIONS):
+        outputs = [ref if i < 5 * rank else src for i, (src, ref) in enumerate(zip(sources, references))]
+        for evaluation in EVALUATIONS:
+            folder = tmp_path / condition.name if evaluation == "test" else tmp_path / evaluation / condition.name
+            folder.mkdir(parents=True, exist_ok=True)
+            write_predictions(folder / "generated_predictions.txt", outputs)
+    scores = score_conditions(tmp_path, {e: (sources, references) for e in EVALUATIONS}, [])
+    assert set(scores) == set(EVALUATIONS)
+    steps = scores["ddtp_test"]["steps"]
+    assert [(s["condition"], s["versus"]) for s in steps] == [
+        (later.name, earlier.name) for earlier, later in zip(CONDITIONS, CONDITIONS[1:])
+    ]
+    assert all(s["chrf"]["difference"] > 0 and s["chrf"]["ci"][0] <= s["chrf"]["difference"] for s in steps)
+    copy = scores["test"]["systems"]["copy-source"]
+    assert (
+        copy["placeholders_kept"] == 1.0
+        and copy["chrf"]["score"] == scores["test"]["systems"]["data-messages"]["chrf"]["score"]
+    )
+    table = conditions_table(scores)
+    assert table.count("#### ") == 3 and "| + the <BT> tag |" in table

@@ -1,0 +1,180 @@
+"""The main job's controlled data experiment (`python -m training.main --full`): four training-data conditions, each
+adding one thing to the previous, for the unigram recipe pointer-generator at the same training settings and steps.
+
+    messages      the message corpus' training split alone
+    ddtp          + the DDTP English-German real pairs (training/data/ddtp.py)
+    ddtp-bt       + the DDTP German side backtranslated into English by a reverse (de -> en) model, its real English
+                  ignored (Sennrich et al. 2016), by sampling (Edunov et al. 2018)
+    ddtp-bt-tag   the same synthetic sources with a `<BT>` tag (Caswell et al. 2019)
+
+The reverse model is the same recipe trained de -> en on the `ddtp` condition's data. Every condition shares one
+tokenizer, trained on the messages and DDTP training texts, so the conditions differ by their data only. Each model
+is scored on the test split, on heldout_tools and on the DDTP test split; `score_conditions` compares each condition
+with the previous one (paired bootstrap: the difference with its 95% interval).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from training.recipe import RECIPE_LEVERS, TrainingSettings, decode_recipe, recipe, with_levers
+
+__all__ = ["CONDITIONS", "BT_TAG", "condition_jobs", "score_conditions"]
+
+BT_TAG = "<BT>"
+REVERSE = "reverse-de-en"
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    label: str
+    parts: tuple[str, ...]  # training files: "messages", "ddtp", "bt", "bt-tag"
+
+
+CONDITIONS = (
+    Condition("data-messages", "messages alone", ("messages",)),
+    Condition("data-ddtp", "+ DDTP real pairs", ("messages", "ddtp")),
+    Condition("data-ddtp-bt", "+ DDTP German backtranslated", ("messages", "ddtp", "bt")),
+    Condition("data-ddtp-bt-tag", "+ the <BT> tag", ("messages", "ddtp", "bt-tag")),
+)
+EVALUATIONS = ("test", "heldout_tools", "ddtp_test")
+
+
+def condition_jobs(
+    out: Path,
+    settings: TrainingSettings,
+    tokenizer: Path,
+    messages: dict[str, Path],
+    ddtp: dict[str, Path],
+    max_predict_samples: int | None,
+    num_beams: int,
+    bt_samples: int | None = None,
+) -> list[tuple]:
+    """The jobs of the experiment, for `training.jobs.run_jobs`: mixing the training files, the reverse model, the
+    backtranslation (with and without the tag), the four forward models and their decoding of the three evaluation
+    sets. `messages` and `ddtp` map split names to files; `bt_samples` backtranslates only the first N German texts
+    (default: all)."""
+    folder = out / "data"
+    files = {"messages": messages["train"], "ddtp": ddtp["train"]}
+    files["bt"], files["bt-tag"] = folder / "bt.jsonl", folder / "bt-tag.jsonl"
+    levers = with_levers(RECIPE_LEVERS["unigram"])
+    train = recipe(None, max_predict_samples, num_beams, settings)
+    jobs: list[tuple] = [
+        (
+            "data/mix-ddtp",
+            ["--output", str(folder / "train-ddtp.jsonl.gz"), "--inputs", str(files["messages"]), str(files["ddtp"])],
+            None,
+            "training.data.mix",
+        ),
+        (
+            REVERSE,
+            [a for a in train if a not in ("--do_predict", "--predict_with_generate")]
+            + ["--source_lang", "de", "--target_lang", "en", "--train_file", str(folder / "train-ddtp.jsonl.gz")]
+            + ["--tokenizer_name", str(tokenizer), "--output_dir", str(out / REVERSE), "--copy_mechanism", *levers],
+            "data/mix-ddtp",
+        ),
+    ]
+    for name, tag in (("bt", None), ("bt-tag", BT_TAG)):
+        argv = ["--model_name_or_path", str(out / REVERSE), "--input", str(ddtp["train"]), "--output", str(files[name])]
+        argv += ["--source_lang", "de", "--target_lang", "en", "--sampling", "--batch_size", "64"]
+        argv += ["--max_samples", str(bt_samples)] if bt_samples is not None else []
+        jobs.append((f"data/{name}", argv + (["--tag", tag] if tag else []), REVERSE, "training.backtranslate"))
+    for condition in CONDITIONS:
+        mixed = folder / f"train-{condition.name}.jsonl.gz"
+        needs = {"bt": "data/bt", "bt-tag": "data/bt-tag"}.get(condition.parts[-1])
+        jobs.append(
+            (
+                f"data/mix-{condition.name}",
+                ["--output", str(mixed), "--inputs", *(str(files[p]) for p in condition.parts)],
+                needs,
+                "training.data.mix",
+            )
+        )
+        jobs.append(
+            (
+                condition.name,
+                train
+                + ["--train_file", str(mixed), "--test_file", str(messages["test"])]
+                + ["--tokenizer_name", str(tokenizer), "--output_dir", str(out / condition.name), "--copy_mechanism"]
+                + list(levers),
+                f"data/mix-{condition.name}",
+            )
+        )
+        for evaluation, test_file in (("heldout_tools", messages["heldout_tools"]), ("ddtp_test", ddtp["test"])):
+            jobs.append(
+                (
+                    f"{evaluation}/{condition.name}",
+                    decode_recipe(out / condition.name, True, max_predict_samples, num_beams, ())
+                    + ["--test_file", str(test_file), "--output_dir", str(out / evaluation / condition.name)],
+                    condition.name,
+                )
+            )
+    return jobs
+
+
+def score_conditions(out: Path, evaluations: dict[str, tuple[list[str], list[str]]], train_texts: list[str]) -> dict:
+    """Each condition's scores on each evaluation set (`name -> (sources, references)`), and each condition against
+    the previous one (differences with 95% intervals, paired bootstrap)."""
+    from training.main import read_predictions, score, unseen_terms
+    from training.report import significance
+
+    result: dict = {}
+    for evaluation, (sources, references) in evaluations.items():
+        terms = unseen_terms(sources, train_texts)
+        outputs = {"copy-source": sources}
+        for condition in CONDITIONS:
+            folder = out / condition.name if evaluation == "test" else out / evaluation / condition.name
+            outputs[condition.name] = read_predictions(folder)[: len(sources)]
+        sig = significance(references, outputs, baseline="copy-source")
+        steps = []
+        for previous, condition in zip(CONDITIONS, CONDITIONS[1:]):
+            comparison = sig["comparisons"][condition.name][previous.name]
+            steps.append(
+                {
+                    "condition": condition.name,
+                    "versus": previous.name,
+                    **{m: {k: comparison[m][k] for k in ("difference", "ci", "p_value")} for m in ("bleu", "chrf")},
+                }
+            )
+        result[evaluation] = {
+            "sentences": len(sources),
+            "systems": {
+                name: {**score(sources, references, predictions, terms), **sig["systems"][name]}
+                for name, predictions in outputs.items()
+            },
+            "steps": steps,
+        }
+    return result
+
+
+def conditions_table(scores: dict) -> str:
+    """Markdown: per evaluation set, BLEU and chrF (with intervals), placeholders and unseen terms kept per
+    condition, then each condition's difference from the previous one."""
+    labels = {c.name: c.label for c in CONDITIONS} | {"copy-source": "copy the source verbatim"}
+    lines = []
+    for evaluation, block in scores.items():
+        lines += [
+            f"#### {evaluation} ({block['sentences']} sentences)",
+            "",
+            "| condition | BLEU | chrF | placeholders kept | unseen kept |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, m in block["systems"].items():
+            kept = "n/a" if m.get("unseen_kept") is None else f"{m['unseen_kept']:.1%}"
+            lines.append(
+                f"| {labels[name]} | {m['bleu']['score']:.1f} ({m['bleu']['ci'][0]:.1f}-{m['bleu']['ci'][1]:.1f}) "
+                f"| {m['chrf']['score']:.1f} ({m['chrf']['ci'][0]:.1f}-{m['chrf']['ci'][1]:.1f}) "
+                f"| {m['placeholders_kept']:.1%} | {kept} |"
+            )
+        lines += ["", "| step | BLEU difference | chrF difference |", "|---|---:|---:|"]
+        for step in block["steps"]:
+            cells = [
+                f"{step[m]['difference']:+.1f} ({step[m]['ci'][0]:+.1f} to {step[m]['ci'][1]:+.1f}, "
+                f"p {step[m]['p_value']:.3f})"
+                for m in ("bleu", "chrf")
+            ]
+            lines.append(f"| {labels[step['condition']]} | {cells[0]} | {cells[1]} |")
+        lines.append("")
+    return "\n".join(lines)
