@@ -371,11 +371,17 @@ def _german_words() -> list[str]:
 @pytest.mark.parametrize("settings", SETTINGS, ids=SETTING_IDS)
 def test_a_perfect_translation_comes_out_unchanged(family_tokenizer, settings, annotation):
     """The oracle writes the reference (the source with each source term replaced by its target term): it already
-    holds every term, so the guarantee must change nothing."""
+    holds every term, so the guarantee must change nothing. (Without the annotation a target the vocabulary cannot
+    spell is not in the reference the model can write, only its unknown token: the guarantee then adds it, see
+    test_a_copy_model_not_trained_on_the_annotation_reads_its_source_unchanged. Such targets are left out here.)"""
     family, tokenizer = family_tokenizer
     model = oracle_copy_model(tokenizer)
     processor = PointerGeneratorProcessor(tokenizer, model.config.vocab_size, glossary_annotation=annotation)
     rng, german = random.Random(7), _german_words()
+    if annotation is None:
+        german = [w for w in german if tokenizer.unk_token_id not in tokenizer(" " + w)["input_ids"]]
+        if len(german) < 20:  # a small word-level vocabulary holds few German words: its own words serve as targets
+            german = sorted(w.lstrip("▁") for w in tokenizer.get_vocab() if w.lstrip("▁").isalpha() and len(w) >= 6)
     base = corpus_texts("test", limit=300)
     for _ in range(3):
         sources = rng.sample(base, 3)
