@@ -5,7 +5,7 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main test test-fast quality benchmark browser dictionary clean model_card.md
+.PHONY: setup main summarise test test-fast quality benchmark browser dictionary clean model_card.md
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
@@ -28,6 +28,11 @@ setup: $(VENV)/.installed
 
 main: setup dictionary
 	$(VENV)/bin/python -m training.main $(MAIN_ARGS)
+
+# The summarisation job (docs/summarise/README.md): Debian's package descriptions, fetched by apt into
+# ~/.cache/hf_pgen/debian on first use (no root needed); SUMMARISE_ARGS="--smoke" checks that it runs in a few minutes.
+summarise: setup
+	$(VENV)/bin/python -m training.summarise $(SUMMARISE_ARGS)
 
 # The main job's term rows draw terms from Debian's FreeDict English-German dictionary (GPL-3+), read at run time.
 dictionary:
