@@ -509,6 +509,16 @@ def copy_pictures(model_dir: Path, sources: list[str], out: Path, num_beams: int
     return len(records)
 
 
+def served_by_pipeline(folder: Path, text: str, num_beams: int) -> str:
+    """What `pipeline("summarization", model=folder)` gives for `text`: each saved system must load and run there."""
+    from transformers import pipeline
+
+    import hf_pgen  # noqa: F401 - registers the model type and the summarization task
+
+    summarizer = pipeline("summarization", model=str(folder))
+    return summarizer([text], num_beams=num_beams, max_length=MAX_TARGET_LENGTH)[0]["summary_text"]
+
+
 # -- the job ----------------------------------------------------------------------------------------------------------
 
 
@@ -635,7 +645,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name in outputs
     ]
-    copies = copy_pictures(out / "pgen-cov", sources[:6], out, settings.num_beams)
+    best = max(("pgen", "pgen-cov"), key=lambda name: metrics[name]["rougeL"])
+    copies = copy_pictures(out / best, sources[:6], out, settings.num_beams)
+    served = {name: served_by_pipeline(out / name, sources[0], settings.num_beams) for name in RECIPES}
     cores = os.cpu_count()
     results = {
         "date": date.today().isoformat(),
@@ -649,7 +661,8 @@ def main(argv: list[str] | None = None) -> int:
         "significance": sig,
         "timings": timings,
         "run_walls": runs.walls,
-        "copy_records": copies,
+        "copy_records": {"system": best, "records": copies},
+        "pipeline_check": served,
         "wall_s": round(time.perf_counter() - started, 1),
     }
     results["goals"] = evaluate_goals(metrics, sig, timings)
