@@ -84,7 +84,7 @@ class Settings:
     max_train_samples: int | None = None
     max_predict_samples: int | None = None
     max_eval_samples: int | None = None
-    workers: int = 2
+    learning_rate: float | None = None  # one rate for every trained system instead of each one's RECIPES rate
 
     @property
     def first_phase_steps(self) -> int:
@@ -188,7 +188,7 @@ def recipe(name: str, settings: Settings, data: dict[str, Path], output_dir: Pat
         "--tokenizer_vocab_size": chosen.vocab_size,
         "--copy_mechanism" if chosen.copy else "--no_copy_mechanism": None,
         **_common(settings, data, output_dir),
-        "--learning_rate": chosen.learning_rate,
+        "--learning_rate": _rate(chosen, settings),
         "--lr_scheduler_type": "linear",
         "--warmup_steps": _warmup(settings),
         "--max_steps": settings.max_steps,
@@ -207,9 +207,13 @@ def recipe(name: str, settings: Settings, data: dict[str, Path], output_dir: Pat
     return _flags(options)
 
 
+def _rate(chosen: Recipe, settings: Settings) -> float:
+    return settings.learning_rate if settings.learning_rate is not None else chosen.learning_rate
+
+
 def _phase_start_rate(chosen: Recipe, settings: Settings) -> float:
     """The learning rate of the whole budget's linear schedule when the last phase starts."""
-    return chosen.learning_rate * settings.coverage_steps / max(settings.max_steps - _warmup(settings), 1)
+    return _rate(chosen, settings) * settings.coverage_steps / max(settings.max_steps - _warmup(settings), 1)
 
 
 def last_phase(name: str, settings: Settings, data: dict[str, Path], first: Path, output_dir: Path) -> list[str]:
@@ -551,12 +555,17 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--large", action="store_true", help=f"{LARGE.max_steps} steps, width {LARGE.width}")
     size.add_argument("--smoke", action="store_true", help="a few steps on a small slice: checks that the job runs")
     parser.add_argument("--max_steps", type=int, help="training steps of every trained system (default: the size's)")
+    parser.add_argument(
+        "--learning_rate", type=float, help="one learning rate for every trained system (default: each one's RECIPES)"
+    )
     parser.add_argument("--fresh", action="store_true", help="retrain every system, even a finished one")
     args = parser.parse_args(argv)
 
     settings = LARGE if args.large else SMOKE if args.smoke else DEFAULT
     if args.max_steps is not None:
         settings = replace(settings, max_steps=args.max_steps, coverage_steps=max(args.max_steps // 8, 1))
+    if args.learning_rate is not None:
+        settings = replace(settings, learning_rate=args.learning_rate)
     out = args.output_dir
     started = time.perf_counter()
     print(f"Summarisation job: {settings}", flush=True)
