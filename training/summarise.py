@@ -238,8 +238,9 @@ def last_phase(name: str, settings: Settings, data: dict[str, Path], first: Path
 
 # -- running the trained systems --------------------------------------------------------------------------------------
 
-# The Trainer's progress bar in a run's log: "  37%|███▋      | 890/2400 [05:01<08:31,  2.95it/s]".
-_STEP = re.compile(r"(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]")
+# The Trainer's progress bar in a run's log: " 37%|███▋      | 890/2400 [05:01<08:31,  2.95it/s]"; unlabelled, unlike
+# the bars of loading ("Loading weights: 100%|...| 147/147") and preprocessing.
+_STEP = re.compile(r"(?:^|\r) *\d+%\|[^|\r\n]*\| *(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]", re.MULTILINE)
 
 
 def _progress(log: Path) -> tuple[int, int] | None:
@@ -269,6 +270,9 @@ class Runs:
         self.planned_steps = planned_steps  # training steps of the whole job, for the estimate of what is left
         self.done_steps = 0
         self.walls: dict[str, float] = {}
+        # CPU seconds of each run (its process and children): what it would take on a core of its own, whatever
+        # else shares the machine.
+        self.cpu: dict[str, float] = {}
 
     def run(self, jobs: list[tuple[str, list[str], int]]) -> None:
         """Run `(name, run_summarization argv, its training steps)` jobs together; raise if one fails."""
@@ -286,18 +290,21 @@ class Runs:
         while running:
             time.sleep(2)
             for name, (process, handle, log, t0, steps) in list(running.items()):
-                if process.poll() is None:
+                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+                if pid == 0:
                     continue
+                process.returncode = os.waitstatus_to_exitcode(status)
                 handle.close()
                 del running[name]
                 self.walls[name] = round(time.perf_counter() - t0, 1)
+                self.cpu[name] = round(usage.ru_utime + usage.ru_stime, 1)
                 if process.returncode != 0:
                     for other, *_ in running.values():
                         other.terminate()
                     tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
                     raise RuntimeError(f"{name} failed (exit {process.returncode}; log: {log}):\n" + "\n".join(tail))
                 self.done_steps += steps
-                print(f"  finished {name} in {_clock(self.walls[name])}", flush=True)
+                print(f"  finished {name} in {_clock(self.walls[name])} ({_clock(self.cpu[name])} of CPU)", flush=True)
             if running and time.perf_counter() - last_report > 30:
                 last_report = time.perf_counter()
                 self._report(running)
@@ -480,6 +487,12 @@ def markdown_report(results: dict) -> str:
         "split's.",
         f"Measured {results['date']}, {results['machine']}; the whole job took {format_duration(results['wall_s'])}.",
     ]
+    if results.get("run_cpu_s"):  # a resumed job has no CPU times of the runs it reused
+        notes[-1] += (
+            " CPU time of each run (its time on a core of its own, whatever else ran beside): "
+            + ", ".join(f"{name} {format_duration(seconds)}" for name, seconds in results["run_cpu_s"].items())
+            + "."
+        )
     return "\n\n".join(["\n".join(lines), *notes, goals_table(results)]) + "\n"
 
 
@@ -670,6 +683,7 @@ def main(argv: list[str] | None = None) -> int:
         "significance": sig,
         "timings": timings,
         "run_walls": runs.walls,
+        "run_cpu_s": runs.cpu,
         "copy_records": {"system": best, "records": copies},
         "pipeline_check": served,
         "wall_s": round(time.perf_counter() - started, 1),
