@@ -505,7 +505,7 @@ def _share(value) -> str:
 
 def copy_pictures(model_dir: Path, sources: list[str], out: Path, num_beams: int) -> int:
     """A few test descriptions summarised through `pipeline("summarization")` with `return_copy_info=True`, as a user
-    would: copies.jsonl, copies.html and copies.png (the first record) under `out`."""
+    would: copies.jsonl, copies.html and copies.png (the shortest description's record) under `out`."""
     import torch
     from transformers import pipeline
 
@@ -519,8 +519,8 @@ def copy_pictures(model_dir: Path, sources: list[str], out: Path, num_beams: int
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     visualize.to_html(records, out / "copies.html", title="What the pointer-generator copied")
-    try:
-        visualize.plot(records[0], out / "copies.png")
+    try:  # the shortest description: its picture stays readable
+        visualize.plot(min(records, key=lambda record: len(record["source_tokens"])), out / "copies.png")
     except ImportError:  # matplotlib is optional: the page is enough
         pass
     return len(records)
