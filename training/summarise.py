@@ -17,22 +17,21 @@ Systems, all scored on the test split:
     lead-N      its first N words, N chosen on the validation split (ROUGE-L)
     nocopy      a plain Transformer (mBART-shaped, 3+3 layers, width 128), trained from scratch
     pgen        the same Transformer with the pointer-generator copy mechanism, the same training budget
-    pgen-cov    pgen with coverage switched on for the last part of its training (See et al. 2017's final coverage
-                phase): it shares pgen's first phase, then both train the same last steps, with and without
-                coverage, side by side
+    pgen-cov    pgen with coverage (See et al. 2017), trained with it from the start: on the validation split this
+                measured better than See et al.'s final coverage phase (docs/summarise/README.md has the trials)
 
-Every trained system is trained by `python -m training.run_summarization` (its flags are in `recipe`); both copy models
-and the no-copy one get the same architecture, steps, batch and schedule; the settings each got from tuning on the
-validation split (learning rate, vocabulary) are in `RECIPES`, with what was tried (docs/summarise/README.md).
+Every trained system is trained by `python -m training.run_summarization` (its flags are in `recipe`) with the same
+architecture, vocabulary, steps, batch, schedule and decoding; each system's learning rate is the best of the same
+trials on the validation split (`RECIPES`; docs/summarise/README.md has what was tried).
 
-Trained systems run two at a time (one process and one torch thread per core). Progress goes to the console (steps
-of each running system and an estimate of what is left), each run's own output to `logs/<system>.log`. Writes under
+Trained systems run two at a time (one process and one torch thread per core): pgen beside pgen-cov, so that their
+training and decoding times compare, then nocopy. Progress goes to the console (steps of each running system and an
+estimate of what is left), each run's own output to `logs/<system>.log`. Writes under
 --output_dir (default outputs/summarise):
 
     data/                       the corpus (train/validation/test JSON lines, stats.json with the index's sha256)
     <system>/                   each trained system: a folder pipeline("summarization") loads (with hf_pgen
                                 imported), with its all_results.json and generated_predictions.txt
-    stages/pgen-first/          the pointer-generator's first phase, which pgen and pgen-cov continue
     results.json, results.md    every system's scores, significance, the goals, the settings and timings
     copies.html, copies.png     what the pointer-generator copied in a few test summaries (hf_pgen.visualize)
 """
@@ -76,7 +75,6 @@ class Settings:
     """What one run of the job trains: the same for every trained system."""
 
     max_steps: int = 2400
-    coverage_steps: int = 300  # the last steps of pgen and pgen-cov: the coverage phase
     batch_size: int = 32
     width: int = 128
     layers: int = 3
@@ -86,17 +84,12 @@ class Settings:
     max_eval_samples: int | None = None
     learning_rate: float | None = None  # one rate for every trained system instead of each one's RECIPES rate
 
-    @property
-    def first_phase_steps(self) -> int:
-        return self.max_steps - self.coverage_steps
-
 
 DEFAULT = Settings()
-LARGE = replace(DEFAULT, max_steps=4800, coverage_steps=600, width=192)
+LARGE = replace(DEFAULT, max_steps=4800, width=192)
 SMOKE = replace(
     DEFAULT,
     max_steps=16,
-    coverage_steps=4,
     width=32,
     layers=1,
     num_beams=2,
@@ -111,6 +104,7 @@ class Recipe:
     """A trained system's own settings, each chosen on the validation split with the same effort (README)."""
 
     copy: bool
+    coverage: bool
     tokenizer: str
     vocab_size: int
     learning_rate: float
@@ -118,10 +112,10 @@ class Recipe:
 
 
 RECIPES = {
-    "nocopy": Recipe(False, "wordlevel", 10000, 1e-3, "Transformer without copying"),
-    "pgen": Recipe(True, "wordlevel", 10000, 1e-3, "pointer-generator"),
+    "nocopy": Recipe(False, False, "wordlevel", 10000, 1e-3, "Transformer without copying"),
+    "pgen": Recipe(True, False, "wordlevel", 10000, 1e-3, "pointer-generator"),
+    "pgen-cov": Recipe(True, True, "wordlevel", 10000, 1e-3, "pointer-generator with coverage"),
 }
-RECIPES["pgen-cov"] = replace(RECIPES["pgen"], label="pointer-generator, coverage in the last phase")
 LEAD_LABELS = {"lead-1": "first sentence (lead-1)", "lead-N": "first N words (lead-N)"}
 
 
@@ -172,14 +166,9 @@ def _common(settings: Settings, data: dict[str, Path], output_dir: Path) -> dict
     return options
 
 
-def _warmup(settings: Settings) -> int:
-    return max(settings.max_steps // 12, 1)
-
-
 def recipe(name: str, settings: Settings, data: dict[str, Path], output_dir: Path) -> list[str]:
-    """run_summarization arguments of `nocopy` (the whole budget) or `pgen-first` (the pointer-generator's first
-    phase, which `pgen` and `pgen-cov` continue: `last_phase`)."""
-    chosen = RECIPES["nocopy" if name == "nocopy" else "pgen"]
+    """run_summarization arguments of a trained system (a key of `RECIPES`)."""
+    chosen = RECIPES[name]
     options = {
         "--model_type": MODEL_TYPE,
         "--config_overrides": config_overrides(settings.width, settings.layers),
@@ -188,51 +177,13 @@ def recipe(name: str, settings: Settings, data: dict[str, Path], output_dir: Pat
         "--tokenizer_vocab_size": chosen.vocab_size,
         "--copy_mechanism" if chosen.copy else "--no_copy_mechanism": None,
         **_common(settings, data, output_dir),
-        "--learning_rate": _rate(chosen, settings),
+        "--learning_rate": settings.learning_rate if settings.learning_rate is not None else chosen.learning_rate,
         "--lr_scheduler_type": "linear",
-        "--warmup_steps": _warmup(settings),
+        "--warmup_steps": max(settings.max_steps // 12, 1),
         "--max_steps": settings.max_steps,
     }
-    if name == "pgen-first":
-        # The no-copy model's schedule (warm-up, then linear decay to 0 at max_steps), cut where the last phase
-        # takes over: a linear decay (a polynomial of power 1) with the same slope, ending at the rate reached there.
-        options.update(
-            {
-                "--max_steps": settings.first_phase_steps,
-                "--lr_scheduler_type": "polynomial",
-                "--lr_scheduler_kwargs": json.dumps({"lr_end": _phase_start_rate(chosen, settings), "power": 1.0}),
-                "--do_predict": "false",
-            }
-        )
-    return _flags(options)
-
-
-def _rate(chosen: Recipe, settings: Settings) -> float:
-    return settings.learning_rate if settings.learning_rate is not None else chosen.learning_rate
-
-
-def _phase_start_rate(chosen: Recipe, settings: Settings) -> float:
-    """The learning rate of the whole budget's linear schedule when the last phase starts."""
-    return _rate(chosen, settings) * settings.coverage_steps / max(settings.max_steps - _warmup(settings), 1)
-
-
-def last_phase(name: str, settings: Settings, data: dict[str, Path], first: Path, output_dir: Path) -> list[str]:
-    """run_summarization arguments of `pgen`'s and `pgen-cov`'s last phase: the first phase's model trained on for
-    the budget's last steps, the schedule's tail (from where the first phase stopped, down to 0), with
-    (`--add_coverage`) or without coverage. A new optimizer starts: a short warm-up lets Adam's moments settle."""
-    chosen = RECIPES[name]
-    options = {
-        "--model_name_or_path": first,
-        **_common(settings, data, output_dir),
-        "--learning_rate": f"{_phase_start_rate(chosen, settings):.6g}",
-        "--lr_scheduler_type": "linear",
-        "--warmup_steps": max(settings.coverage_steps // 10, 1),
-        "--max_steps": settings.coverage_steps,
-        # Another data order than the first phase's, which began the same epoch with seed 42.
-        "--data_seed": 43,
-    }
-    if name == "pgen-cov":
-        options["--add_coverage"] = None
+    if chosen.coverage:
+        options["--coverage"] = None
     return _flags(options)
 
 
@@ -274,20 +225,22 @@ class Runs:
         # else shares the machine.
         self.cpu: dict[str, float] = {}
 
-    def run(self, jobs: list[tuple[str, list[str], int]]) -> None:
-        """Run `(name, run_summarization argv, its training steps)` jobs together; raise if one fails."""
+    def run(self, jobs: list[tuple[str, list[str], int]], workers: int = 2) -> None:
+        """Run `(name, run_summarization argv, its training steps)` jobs, `workers` at a time in order; raise if one
+        fails (the others are stopped)."""
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-        running = {}
-        for name, argv, steps in jobs:
-            log = self.logs / f"{name}.log"
-            handle = open(log, "w", encoding="utf-8")
-            command = [sys.executable, "-m", "training.run_summarization", *argv]
-            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
-            running[name] = (process, handle, log, time.perf_counter(), steps)
-            print(f"  started {name} (log: {log})", flush=True)
+        pending, running = list(jobs), {}
         last_report = time.perf_counter()
-        while running:
+        while pending or running:
+            while pending and len(running) < workers:
+                name, argv, steps = pending.pop(0)
+                log = self.logs / f"{name}.log"
+                handle = open(log, "w", encoding="utf-8")
+                command = [sys.executable, "-m", "training.run_summarization", *argv]
+                process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
+                running[name] = (process, handle, log, time.perf_counter(), steps)
+                print(f"  started {name} (log: {log})", flush=True)
             time.sleep(2)
             for name, (process, handle, log, t0, steps) in list(running.items()):
                 pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -483,8 +436,7 @@ def markdown_report(results: dict) -> str:
         f"lead-N takes N = {results['lead_n']} words (the best ROUGE-L on the validation split). Names kept: of the "
         "reference words taken from the description that look like names, the share the output keeps. Novel n-grams: "
         "the share of output unigrams / bigrams the description does not hold. Training: wall time of the "
-        "Trainer's loop (pgen and pgen-cov: their shared first phase plus their own last phase); decoding: the test "
-        "split's.",
+        "Trainer's loop; decoding: the test split's.",
         f"Measured {results['date']}, {results['machine']}; the whole job took {format_duration(results['wall_s'])}.",
     ]
     if results.get("run_cpu_s"):  # a resumed job has no CPU times of the runs it reused
@@ -540,20 +492,11 @@ def served_by_pipeline(folder: Path, text: str, num_beams: int) -> str:
 
 
 def _timings(out: Path) -> dict[str, dict]:
-    """Training and decoding seconds per trained system (pgen and pgen-cov: the shared first phase plus their own)."""
-
-    def results(folder: Path) -> dict:
-        return json.loads((folder / "all_results.json").read_text(encoding="utf-8"))
-
-    first = results(out / "stages" / "pgen-first")["train_runtime"]
+    """Training and decoding seconds of each trained system (the Trainer's loop; the test split's prediction)."""
     timings = {}
-    for name in ("nocopy", "pgen", "pgen-cov"):
-        own = results(out / name)
-        timings[name] = {
-            "train": own["train_runtime"] + (first if name != "nocopy" else 0.0),
-            "generate": own["predict_runtime"],
-            "phase": own["train_runtime"],
-        }
+    for name in RECIPES:
+        results = json.loads((out / name / "all_results.json").read_text(encoding="utf-8"))
+        timings[name] = {"train": results["train_runtime"], "generate": results["predict_runtime"]}
     return timings
 
 
@@ -576,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = LARGE if args.large else SMOKE if args.smoke else DEFAULT
     if args.max_steps is not None:
-        settings = replace(settings, max_steps=args.max_steps, coverage_steps=max(args.max_steps // 8, 1))
+        settings = replace(settings, max_steps=args.max_steps)
     if args.learning_rate is not None:
         settings = replace(settings, learning_rate=args.learning_rate)
     out = args.output_dir
@@ -603,35 +546,16 @@ def main(argv: list[str] | None = None) -> int:
     if settings.max_train_samples is not None:  # a slice: its own files, so the runs read no more than they need
         data = _slice(data, out / "data-slice", settings)
 
-    # -- trained systems: nocopy beside the pointer-generator's first phase, then its two last phases together --
+    # -- trained systems: pgen beside pgen-cov (their times compare), then nocopy --
     if args.fresh:
-        for name in ("nocopy", "pgen", "pgen-cov", "stages"):
+        for name in RECIPES:
             shutil.rmtree(out / name, ignore_errors=True)
-    first = out / "stages" / "pgen-first"
-    runs = Runs(
-        out, started, planned_steps=settings.max_steps + settings.first_phase_steps + 2 * settings.coverage_steps
-    )
-    phase_one = [
-        (name, recipe(name, settings, data, folder), steps)
-        for name, folder, steps in (
-            ("nocopy", out / "nocopy", settings.max_steps),
-            ("pgen-first", first, settings.first_phase_steps),
-        )
-        if not (finished(folder) or (name == "pgen-first" and (folder / "train_results.json").is_file()))
-    ]
-    if phase_one:
-        runs.run(phase_one)
-    phase_two = [
-        (name, last_phase(name, settings, data, first, out / name), settings.coverage_steps)
-        for name in ("pgen", "pgen-cov")
-        if not finished(out / name)
-    ]
-    if len(phase_two) == 1:  # the two last phases run side by side, or their times would not compare: redo both
-        phase_two = [
-            (n, last_phase(n, settings, data, first, out / n), settings.coverage_steps) for n in ("pgen", "pgen-cov")
-        ]
-    if phase_two:
-        runs.run(phase_two)
+    todo = [name for name in ("pgen", "pgen-cov", "nocopy") if not finished(out / name)]
+    if ("pgen" in todo) != ("pgen-cov" in todo):  # one of them alone would run beside another load: redo both
+        todo = sorted(set(todo) | {"pgen", "pgen-cov"}, key=["pgen", "pgen-cov", "nocopy"].index)
+    runs = Runs(out, started, planned_steps=len(todo) * settings.max_steps)
+    if todo:
+        runs.run([(name, recipe(name, settings, data, out / name), settings.max_steps) for name in todo], workers=2)
 
     # -- scoring --
     sources, references = read_split(data["test"])
