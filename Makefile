@@ -5,7 +5,7 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main main-full ddtp test test-fast quality benchmark browser dictionary clean model_card.md readme-tables
+.PHONY: setup main main-full ddtp summarise test test-fast quality benchmark browser dictionary clean model_card.md readme-tables
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
@@ -36,6 +36,11 @@ main-full: setup dictionary ddtp
 # The DDTP English-German corpus (Debian's package descriptions): fetched with apt and built into the user's cache.
 ddtp: setup
 	$(VENV)/bin/python -m training.data.ddtp
+
+# The summarisation job (docs/summarise/README.md): Debian's package descriptions, fetched by apt into
+# ~/.cache/hf_pgen/debian on first use (no root needed); SUMMARISE_ARGS="--smoke" checks that it runs in a few minutes.
+summarise: setup
+	$(VENV)/bin/python -m training.summarise $(SUMMARISE_ARGS)
 
 # Debian's packages come from apt-get; a machine without it (macOS, say) is told what is left out, and goes on.
 HAS_APT := $(shell command -v apt-get >/dev/null 2>&1 && echo yes)

@@ -1,4 +1,4 @@
-"""`hf-pgen`: translate with a saved pointer-generator from the command line.
+"""`hf-pgen`: translate or summarise with a saved pointer-generator from the command line.
 
 ```bash
 hf-pgen translate my-model "Delete %(name)s from Nakamura-Øresund?" "Open Zyxwvut"   # one line per text
@@ -6,15 +6,17 @@ hf-pgen translate my-model < messages.txt > messages.de.txt                     
 hf-pgen translate my-model --num-beams 4 --protect placeholders --json < messages.txt > records.jsonl
 hf-pgen translate my-model --explain copies.html "Open Zyxwvut"                     # and a page to look at
 hf-pgen translate my-model --glossary terms.tsv < messages.txt                      # a term base's terms placed
+hf-pgen summarize my-summariser < descriptions.txt > synopses.txt                   # the same, summarising
 ```
 
-Output: one line per input, in order (a newline inside an output is written as the two characters `\\n`, so output
+`summarize` takes the same options as `translate` and runs `pipeline("summarization")`. Output: one line per input,
+in order (a newline inside an output is written as the two characters `\\n`, so output
 line i always belongs to input line i). `--json` writes one copy record per line instead (see `hf_pgen.visualize`).
 Errors (no such model folder, a folder that is not a pointer-generator, input that is not UTF-8, a bad `--protect`)
 exit with status 2 and one line on stderr, `hf-pgen: error: ...`. Progress, warnings and Transformers' logging go to
-stderr; stdout holds the translations only.
+stderr; stdout holds the outputs only.
 
-Also `python -m hf_pgen.cli translate ...`.
+Also `python -m hf_pgen.cli translate ...` (or `summarize ...`).
 """
 
 from __future__ import annotations
@@ -65,8 +67,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The `hf-pgen` parser and its `translate` subcommand's own (parsed intermixed: options may follow the texts)."""
+# What each command does: its pipeline task, the result key it prints, and the words its help uses.
+_COMMANDS = {
+    "translate": ("translation", "translation_text", "translate", "translated", "messages.txt", "messages.de.txt"),
+    "summarize": ("summarization", "summary_text", "summarise", "summarised", "descriptions.txt", "synopses.txt"),
+}
+
+
+def _build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The `hf-pgen` parser and its commands' own (parsed intermixed: options may follow the texts)."""
     from . import __version__
 
     parser = _Parser(
@@ -75,94 +84,104 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     parser.add_argument("--version", action="version", version=f"hf-pgen {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)
-    translate = commands.add_parser(
-        "translate",
-        help="translate texts with a saved pointer-generator",
+    return parser, {name: _add_command(commands, name) for name in _COMMANDS}
+
+
+def _add_command(commands, name: str) -> argparse.ArgumentParser:
+    """`translate` or `summarize`: the same options, another pipeline."""
+    task, _, verb, _, inputs, written = _COMMANDS[name]
+    command = commands.add_parser(
+        name,
+        help=f"{verb} texts with a saved pointer-generator",
         description=(
-            "Translate the TEXT arguments, or standard input line by line (in batches), with a saved\n"
-            "pointer-generator. Prints one line per input, in order; a newline inside an output is\n"
-            "written as \\n. Errors exit with status 2 and one line on stderr."
+            f"{verb.capitalize()} the TEXT arguments, or standard input line by line (in batches), with a saved\n"
+            f"pointer-generator (pipeline({task!r})). Prints one line per input, in order; a newline inside an\n"
+            "output is written as \\n. Errors exit with status 2 and one line on stderr."
         ),
         epilog=(
             "examples:\n"
-            '  hf-pgen translate my-model "Delete %(name)s from Nakamura-Øresund?"\n'
-            "  hf-pgen translate my-model --num-beams 4 < messages.txt > messages.de.txt\n"
-            "  hf-pgen translate my-model --protect placeholders --json --explain copies.html < messages.txt"
+            + (
+                f'  hf-pgen {name} my-model "Delete %(name)s from Nakamura-Øresund?"\n'
+                if name == "translate"
+                else f'  hf-pgen {name} my-model "Zyxwvut converts WDG-3 files into plain text. It keeps every field."\n'
+            )
+            + f"  hf-pgen {name} my-model --num-beams 4 < {inputs} > {written}\n"
+            f"  hf-pgen {name} my-model --protect placeholders --json --explain copies.html < {inputs}"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    translate.add_argument(
+    command.add_argument(
         "model",
         metavar="MODEL",
         help="a folder written by model.save_pretrained and processor.save_pretrained (or a Hub id of such a model)",
     )
     # default=[]: a "*" positional without a default counts as required, and a missing MODEL was reported as
     # "required: MODEL, TEXT" although TEXT may be left out
-    translate.add_argument(
+    command.add_argument(
         "texts",
         metavar="TEXT",
         nargs="*",
         default=[],
-        help="texts to translate; none: read standard input, one text per line",
+        help=f"texts to {verb}; none: read standard input, one text per line",
     )
-    translate.add_argument(
+    command.add_argument(
         "--num-beams",
         type=_positive_int,
         metavar="N",
         help="beam search width (default: the model's generation config)",
     )
-    translate.add_argument(
+    command.add_argument(
         "--max-new-tokens",
         type=_positive_int,
         metavar="N",
         help="longest output in tokens (default: as long as the model's positions allow)",
     )
-    translate.add_argument(
+    command.add_argument(
         "--batch-size",
         type=_positive_int,
         metavar="N",
-        help=f"inputs translated together (default: {_DEFAULT_BATCH_SIZE}; 1 when typing at a terminal); each "
+        help=f"inputs done together (default: {_DEFAULT_BATCH_SIZE}; 1 when typing at a terminal); each "
         "batch is printed as soon as it is done",
     )
-    translate.add_argument(
+    command.add_argument(
         "--json",
         action="store_true",
         help="write one JSON copy record per line (p_gen, copy share, attention, source spans)",
     )
-    translate.add_argument(
+    command.add_argument(
         "--explain", metavar="FILE.html", help="also write a standalone HTML page that shows what each output copied"
     )
-    translate.add_argument("--protect", action="append", metavar="SPEC", help=_PROTECT_HELP)
-    translate.add_argument(
+    command.add_argument("--protect", action="append", metavar="SPEC", help=_PROTECT_HELP)
+    command.add_argument(
         "--glossary",
         metavar="FILE",
         help="a term base, two columns per line (source term, target term; TSV, or CSV for .csv files): where a "
         "source term occurs as whole words, its target term is placed in the output; a summary of how many "
         "entries applied goes to stderr",
     )
-    translate.add_argument(
+    command.add_argument(
         "--glossary-mode",
         choices=("guarantee", "hint"),
         default="guarantee",
         help="guarantee (default): each term comes out at least once; hint: the terms are only "
         "written into the source, for a model trained to read them (run_translation --glossary_augmentation)",
     )
-    translate.add_argument(
+    command.add_argument(
         "--glossary-ignore-case", action="store_true", help="match source terms in any case (Storage, sToRaGe)"
     )
-    translate.add_argument(
+    command.add_argument(
         "--glossary-match",
         choices=("inflected", "exact"),
         default="inflected",
         help="inflected (default): a source term also matches its inflected forms (server: servers; upload: "
         "uploading) and the capitals a text brings (Create, SERVER); exact: only as written",
     )
-    translate.add_argument(
+    command.add_argument(
         "--device", default="cpu", help='where the model runs: "cpu" (default), "cuda", "cuda:1", "mps"'
     )
-    translate.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
-    translate.set_defaults(run=_translate)
-    return parser, translate
+    command.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    command.set_defaults(run=_generate, name=name)
+    return command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,10 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ```
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser, translate = _build_parsers()
-    if argv[:1] == ["translate"]:
+    parser, commands = _build_parsers()
+    if argv[:1] and argv[0] in commands:
         # intermixed: `translate MODEL --num-beams 4 "some text"` keeps the text (plain parsing drops it)
-        args = translate.parse_intermixed_args(argv[1:])
+        args = commands[argv[0]].parse_intermixed_args(argv[1:])
     else:
         args = parser.parse_args(argv)  # --help, --version, or a missing / unknown command
     stdout = sys.stdout
@@ -194,10 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-# -- translate --------------------------------------------------------------------------------------------------------
+# -- translate, summarize ---------------------------------------------------------------------------------------------
 
 
-def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
+def _generate(args: argparse.Namespace, stdout: TextIO) -> int:
     protect = _parse_protect(args.protect)
     glossary = _load_glossary(args)
     device = _check_device(args.device)
@@ -209,13 +228,14 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
     if from_stdin and sys.stdin.isatty() and not args.quiet:
         print(
             "hf-pgen: no TEXT given, reading standard input: type one text per line, Ctrl-D to end (or pass the "
-            f'texts as arguments, hf-pgen translate {shlex.quote(args.model)} "TEXT" ..., or a file, < texts.txt)',
+            f'texts as arguments, hf-pgen {args.name} {shlex.quote(args.model)} "TEXT" ..., or a file, < texts.txt)',
             file=sys.stderr,
         )
 
-    # Libraries that print go to stderr: stdout carries translations only.
+    task, key, _, done_what, _, _ = _COMMANDS[args.name]
+    # Libraries that print go to stderr: stdout carries the outputs only.
     with contextlib.redirect_stdout(sys.stderr):
-        translator = _load(args.model, device)
+        translator = _load(args.model, device, task)
         if glossary is not None:
             try:  # before any input is read
                 translator._processor.check_glossary_mode(args.glossary_mode)
@@ -252,13 +272,11 @@ def _translate(args: argparse.Namespace, stdout: TextIO) -> int:
             for result in results:
                 if copy_info:
                     records.append(result)
-                lines.append(
-                    json.dumps(result, ensure_ascii=False) if args.json else one_line(result["translation_text"])
-                )
+                lines.append(json.dumps(result, ensure_ascii=False) if args.json else one_line(result[key]))
             _write_utf8(stdout, "".join(line + "\n" for line in lines))
             done += len(batch)
             if not args.quiet and (done > batch_size or (total or 0) > batch_size):
-                print(f"hf-pgen: translated {done}{f'/{total}' if total else ''} lines", file=sys.stderr, flush=True)
+                print(f"hf-pgen: {done_what} {done}{f'/{total}' if total else ''} lines", file=sys.stderr, flush=True)
 
     if glossary is not None and not args.quiet:
         from .glossary import term_base_summary
@@ -388,9 +406,9 @@ def _check_writable(path: str) -> None:
         raise _Error(f"--explain {path!r}: cannot write a file there (its folder must exist and it must not be one)")
 
 
-def _load(model: str, device: str):
-    """`transformers.pipeline("translation", model=model)`, after checking that `model` is a pointer-generator."""
-    # hf_pgen's own import (which runs before this module's) registered the model type and the translation task.
+def _load(model: str, device: str, task: str = "translation"):
+    """`transformers.pipeline(task, model=model)`, after checking that `model` is a pointer-generator."""
+    # hf_pgen's own import (which runs before this module's) registered the model type and the pipeline tasks.
     from transformers import AutoConfig, pipeline
     from transformers.utils import logging as transformers_logging
 
@@ -415,8 +433,8 @@ def _load(model: str, device: str):
     if not is_pointer_generator(config):
         raise _Error(
             f"{model!r} holds a {getattr(config, 'model_type', None) or 'non-pointer-generator'} model, not a "
-            "pointer-generator: it has no copy information to show. Translate it with "
-            f"transformers.pipeline('translation', model={model!r}) (with hf_pgen imported), or wrap it first with "
+            "pointer-generator: it has no copy information to show. Run it with "
+            f"transformers.pipeline({task!r}, model={model!r}) (with hf_pgen imported), or wrap it first with "
             "PointerGeneratorForConditionalGeneration.from_base"
         )
     if os.path.isdir(model) and not any(_TOKENIZER_FILE.match(name) for name in os.listdir(model)):
@@ -425,7 +443,7 @@ def _load(model: str, device: str):
             f"next to the model, processor.save_pretrained({model!r}) or tokenizer.save_pretrained({model!r})"
         )
     try:
-        return pipeline("translation", model=model, device=device)
+        return pipeline(task, model=model, device=device)
     except (OSError, ValueError) as error:
         raise _Error(f"could not load {model!r}: {_first_line(error)}") from None
 

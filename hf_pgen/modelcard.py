@@ -47,9 +47,38 @@ _EXAMPLES = {
 METRICS = (
     ("bleu", "bleu", "sacreBLEU", 2, "corpus BLEU from `sacrebleu` (13a tokenisation), 0-100."),
     ("chrf", "chrf", "chrF", 2, "`sacrebleu`'s chrF (character 6-grams, β = 2), 0-100."),
-    ("rouge1", "rouge", "ROUGE-1", 2, None),
-    ("rouge2", "rouge", "ROUGE-2", 2, None),
-    ("rougeL", "rouge", "ROUGE-L", 2, None),
+    (
+        "rouge1",
+        "rouge",
+        "ROUGE-1",
+        2,
+        "unigram overlap, F1 averaged over the examples (`rouge-score`, stemmed), 0-100.",
+    ),
+    ("rouge2", "rouge", "ROUGE-2", 2, "bigram overlap, F1 as ROUGE-1."),
+    ("rougeL", "rouge", "ROUGE-L", 2, "longest common subsequence of the whole output and reference, F1 as ROUGE-1."),
+    (
+        "rougeLsum",
+        "rouge",
+        "ROUGE-Lsum",
+        2,
+        "longest common subsequences sentence by sentence (sentences split by `hf_pgen.metrics.split_sentences`, no "
+        "download), F1 as ROUGE-1.",
+    ),
+    (
+        "names_kept",
+        "names_kept",
+        "Names kept",
+        3,
+        "of the reference words taken from the source that look like names (capitalised after the first word, "
+        "holding a digit, or an inner `.`, `+` or `-`), the share the output keeps (`hf_pgen.metrics.names_kept`).",
+    ),
+    (
+        "bigram_repeats",
+        None,
+        "Outputs repeating a bigram",
+        3,
+        "share of outputs in which a word bigram occurs twice or more (what coverage is for).",
+    ),
     (
         "placeholder_preservation",
         "placeholder_preservation",

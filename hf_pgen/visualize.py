@@ -1,8 +1,9 @@
 """See what a pointer-generator copied: a standalone HTML page and a static picture of its copy records.
 
 A *copy record* is what `pipeline("translation", model=folder)(text, return_copy_info=True)` returns for each output
-(the same dicts `hf-pgen translate --json` writes one per line): the source, its tokens with character spans, the
-translation and, per output token, its text, `p_gen` (1 = generated, 0 = copied), `copy_share` (the share of its
+(the same dicts `hf-pgen translate --json` writes one per line; `pipeline("summarization")` and `hf-pgen summarize`
+give the same records with a `summary_text`): the source, its tokens with character spans, the translation (or
+summary) and, per output token, its text, `p_gen` (1 = generated, 0 = copied), `copy_share` (the share of its
 probability that came from copying), `source_span` (where it was copied from, or None), the pointer `attention` over
 the source tokens and whether it is `protected`.
 
@@ -34,7 +35,13 @@ from typing import Any
 
 __all__ = ["html_page", "to_html", "plot"]
 
-_RECORD_KEYS = ("translation_text", "source", "source_tokens", "tokens")
+_RECORD_KEYS = ("source", "source_tokens", "tokens")
+# The output text of a record, by pipeline task: the key, its heading and the plural the page counts in.
+_OUTPUTS = {
+    "translation_text": ("Translation", "translations"),
+    "summary_text": ("Summary", "summaries"),
+    "generated_text": ("Output", "outputs"),
+}
 _TOKEN_KEYS = ("text", "p_gen", "copy_share", "source_span", "attention")
 
 
@@ -53,15 +60,22 @@ def _as_records(records: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> lis
     return flat
 
 
+def _output_key(record: Mapping[str, Any]) -> str:
+    """The key of a record's output text: `translation_text`, `summary_text` or `generated_text`."""
+    return next(key for key in _OUTPUTS if key in record)
+
+
 def _check_record(record: Any, index: int) -> None:
     where = f"record {index}"
     if not isinstance(record, Mapping):
         raise TypeError(f"{where} is a {type(record).__name__}, not a copy record (a dict).")
     missing = [key for key in _RECORD_KEYS if key not in record]
+    if not any(key in record for key in _OUTPUTS):
+        missing.insert(0, " or ".join(_OUTPUTS))
     if missing:
         raise ValueError(
             f"{where} lacks {missing}: pass copy records, e.g. pipe(texts, return_copy_info=True) or the lines of "
-            "`hf-pgen translate --json`."
+            "`hf-pgen translate --json` (or `hf-pgen summarize --json`)."
         )
     width = len(record["source_tokens"])
     for position, token in enumerate(record["tokens"]):
@@ -113,7 +127,9 @@ def html_page(records: Mapping[str, Any] | Sequence[Mapping[str, Any]], title: s
     """
     records = _as_records(records)
     sections = "\n".join(_record_html(record, index) for index, record in enumerate(records))
-    count = f"{len(records)} translation{'s' if len(records) != 1 else ''}"
+    kinds = {_output_key(record) for record in records}
+    singular, plural = _OUTPUTS[kinds.pop()] if len(kinds) == 1 else ("output", "outputs")
+    count = f"{len(records)} {plural if len(records) != 1 else singular.lower()}"
     return _PAGE.format(
         title=html.escape(title), count=count, legend=_LEGEND, sections=sections, style=_STYLE, script=_SCRIPT
     )
@@ -124,7 +140,7 @@ def to_html(
 ) -> Path:
     """Write one standalone HTML page (inline CSS and JavaScript, nothing fetched) showing the copy records.
 
-    For each record the page shows the source and its translation. Output tokens are shaded by their copy share,
+    For each record the page shows the source and its translation (or summary). Output tokens are shaded by their copy share,
     copied ones are underlined and protected ones outlined. Hovering an output token, or focusing it with Tab (arrow
     keys then move along the output), shades the source tokens by the attention it paid them and says its p_gen and
     copy share in the panel below.
@@ -152,6 +168,7 @@ def _float_attr(value: Any) -> str:
 
 def _record_html(record: Mapping[str, Any], index: int) -> str:
     rid = f"pg-r{index}"
+    heading = _OUTPUTS[_output_key(record)][0]
     source_tokens = record["source_tokens"]
     tokens = record["tokens"]
     protected_positions = _protected_source_positions(record)
@@ -170,12 +187,12 @@ def _record_html(record: Mapping[str, Any], index: int) -> str:
         )
 
     return f"""<section class="pg-record" id="{rid}" data-record="{index}" aria-labelledby="{rid}-title">
-<h2 id="{rid}-title">Translation {index + 1} <span class="pg-summary">{html.escape(summary)}</span></h2>
+<h2 id="{rid}-title">{heading} {index + 1} <span class="pg-summary">{html.escape(summary)}</span></h2>
 <div class="pg-row"><span class="pg-label" id="{rid}-source-label">Source</span>
 <p class="pg-source" id="{rid}-source" dir="auto" aria-labelledby="{rid}-source-label">{
         _source_html(record["source"], source_tokens, protected_positions, rid)
     }</p></div>
-<div class="pg-row"><span class="pg-label" id="{rid}-output-label">Translation</span>
+<div class="pg-row"><span class="pg-label" id="{rid}-output-label">{heading}</span>
 <p class="pg-translation" id="{rid}-output" dir="auto" aria-labelledby="{rid}-output-label">{
         _output_html(tokens, rid)
     }</p></div>
@@ -541,7 +558,7 @@ def _figure(record: Mapping[str, Any]):
     heat_w, heat_h = cell * columns, cell * rows
     width = max(left + heat_w + gap + strip_in + bar_in, 6.5)
     line = int((width - 1.0) / 0.075)  # characters of 9 pt text across the figure
-    title = f"source: {_wrapped(record['source'], line)}\noutput: {_wrapped(record['translation_text'], line)}"
+    title = f"source: {_wrapped(record['source'], line)}\noutput: {_wrapped(record[_output_key(record)], line)}"
     top = 0.25 + 0.17 * (title.count("\n") + 1) + 0.45  # title lines, then the strip's column names
     bottom = 0.55 + 0.7 * label_in(column_labels) + 0.55  # footnote, rotated labels, axis title
     height = top + heat_h + bottom

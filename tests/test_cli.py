@@ -354,3 +354,23 @@ def test_a_missing_model_is_the_only_required_argument(capsys):
 def test_outputs_stay_on_one_line():
     assert one_line("Zeile eins\nZeile zwei\r\ndrei\rvier") == "Zeile eins\\nZeile zwei\\ndrei\\nvier"
     assert one_line("C:\\Users %(name)s") == "C:\\Users %(name)s"  # nothing else is escaped
+
+
+def test_summarize_is_translate_through_the_summarization_pipeline(folders, tmp_path, capsys):
+    """`hf-pgen summarize` takes translate's options and prints what pipeline("summarization") gives, a line per text;
+    --json writes its copy records (with `summary_text`), --explain the page."""
+    copier, _ = folders
+    texts = ["Zyxwvut converts WDG-3 files into plain text. It keeps every field.", "Open the file now"]
+    page = tmp_path / "copies.html"
+    assert main(["summarize", str(copier), *texts, "--max-new-tokens", "6", "-q"]) == 0
+    expected = pipeline("summarization", model=str(copier))(texts, max_new_tokens=6, batch_size=len(texts))
+    assert capsys.readouterr().out.split("\n") == [one_line(r["summary_text"]) for r in expected] + [""]
+    assert main(["summarize", str(copier), texts[0], "--max-new-tokens", "6", "--json", "--explain", str(page)]) == 0
+    (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert record["summary_text"] == expected[0]["summary_text"] and record["source"] == texts[0]
+    assert "translation_text" not in record and len(record["tokens"]) > 0
+    assert "Summary 1" in page.read_text(encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["summarize", "--help"])
+    assert exit_info.value.code == 0
+    assert "pipeline('summarization')" in capsys.readouterr().out

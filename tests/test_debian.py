@@ -1,9 +1,11 @@
-"""Debian's index reader (training/data/debian.py) on files written here in the index formats: no network."""
+"""Debian's index reader (training/data/debian.py) and the summarisation corpus built from it
+(training/data/debian_summaries.py), on files written here in the index formats: no network."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import lzma
 
 import pytest
@@ -109,20 +111,24 @@ def _release(files: dict[str, bytes]) -> str:
     return "Origin: Debian\nSuite: stable\nCodename: testsuite\nVersion: 0.1\nSHA256:\n" + "\n".join(lines) + "\n"
 
 
+def write_lists(folder, translation_en: str, packages: str, translation_de: str | None = None, suite="testsuite"):
+    """An apt lists folder as apt leaves it: the release file, Translation-en xz-compressed, Translation-de gzipped,
+    Packages plain."""
+    files = {"main/i18n/Translation-en": translation_en.encode(), "main/binary-amd64/Packages": packages.encode()}
+    if translation_de is not None:
+        files["main/i18n/Translation-de"] = translation_de.encode()
+    prefix = f"mirror.example_debian_dists_{suite}_"
+    (folder / f"{prefix}InRelease").write_text(_release(files))
+    (folder / f"{prefix}main_i18n_Translation-en.xz").write_bytes(lzma.compress(files["main/i18n/Translation-en"]))
+    if translation_de is not None:
+        (folder / f"{prefix}main_i18n_Translation-de.gz").write_bytes(gzip.compress(translation_de.encode()))
+    (folder / f"{prefix}main_binary-amd64_Packages").write_bytes(files["main/binary-amd64/Packages"])
+    return folder
+
+
 @pytest.fixture
 def lists_dir(tmp_path):
-    """An apt lists folder as apt leaves it: the release file, one index xz-compressed, one gzip, one plain."""
-    files = {
-        "main/i18n/Translation-en": TRANSLATION_EN.encode(),
-        "main/i18n/Translation-de": TRANSLATION_DE.encode(),
-        "main/binary-amd64/Packages": PACKAGES.encode(),
-    }
-    prefix = "mirror.example_debian_dists_testsuite_"
-    (tmp_path / f"{prefix}InRelease").write_text(_release(files))
-    (tmp_path / f"{prefix}main_i18n_Translation-en.xz").write_bytes(lzma.compress(files["main/i18n/Translation-en"]))
-    (tmp_path / f"{prefix}main_i18n_Translation-de.gz").write_bytes(gzip.compress(files["main/i18n/Translation-de"]))
-    (tmp_path / f"{prefix}main_binary-amd64_Packages").write_bytes(files["main/binary-amd64/Packages"])
-    return tmp_path
+    return write_lists(tmp_path, TRANSLATION_EN, PACKAGES, TRANSLATION_DE)
 
 
 def test_lists_folder_is_read_offline_and_checked(lists_dir):
@@ -155,3 +161,101 @@ def test_missing_apt_is_one_clear_line(tmp_path, monkeypatch, capsys):
     assert debian.main(["--cache_dir", str(tmp_path / "cache")]) == 1
     error = capsys.readouterr().err
     assert error.startswith("error: apt-get was not found") and error.count("\n") == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The summarisation corpus
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _corpus_index() -> tuple[str, str]:
+    """A made-up index: 12 one-package families, a family of two versioned sources with three packages each, a repeated
+    long description, a near-empty one and a package missing from Packages."""
+    stanzas, packages = [], []
+
+    def add(package, source, synopsis, text, in_packages=True):
+        body = "\n".join(f" {line}" for line in text.split("\n"))
+        stanzas.append(
+            f"Package: {package}\nDescription-md5: {hashlib.md5(package.encode()).hexdigest()}\n"
+            f"Description-en: {synopsis}\n{body}\n"
+        )
+        if in_packages:
+            packages.append(f"Package: {package}\nSource: {source} (1.0-1)\n")
+
+    names = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+    for i, name in enumerate(names):
+        add(
+            f"tool-{name}",
+            f"tool-{name}",
+            f"utility number {i} for Zorblax files",
+            f"Tool {name} converts Zorblax files of version {i}.0 into plain text\nwhile keeping every field intact.\n.\n"
+            f"It is part of the made-up suite number {i}.",
+        )
+    for version in (11, 12):
+        for arch in ("arm", "mips", "ppc"):
+            add(
+                f"cross-{version}-{arch}",
+                f"cross-{version}",
+                f"cross compiler {version} for {arch}",
+                f"This is the cross compiler version {version} that targets the {arch} architecture of the suite.",
+            )
+    add(
+        "tool-alpha-doc",
+        "tool-alpha",
+        "documentation for tool-alpha",
+        "Tool alpha converts Zorblax files of version 0.0 into plain text\nwhile keeping every field intact.\n.\n"
+        "It is part of the made-up suite number 0.",
+    )  # the same long description as tool0: a repeat
+    add("tiny", "tiny", "tiny package", "Too short to summarise.")
+    add(
+        "orphan",
+        "orphan",
+        "a package of another architecture",
+        "This package is built for another architecture only, so it has no amd64 entry.",
+        in_packages=False,
+    )
+    return "\n".join(stanzas), "\n".join(packages)
+
+
+def test_summaries_corpus_splits_by_family_drops_and_reproduces(tmp_path):
+    from training.data.debian_summaries import CorpusError, build, ensure_corpus, family_of
+
+    translation, packages = _corpus_index()
+    (tmp_path / "lists").mkdir()
+    lists = write_lists(tmp_path / "lists", translation, packages)
+    options = dict(lists_dir=lists, suite="testsuite", test_size=4, validation_size=3, max_per_family=2)
+    stats = build(tmp_path / "a", **options)
+    again = build(tmp_path / "b", **options)
+    assert stats["dropped"] == {
+        "no_source_package": 1,
+        "near_empty_description": 1,
+        "repeated_description": 1,
+        **{key: value for key, value in stats["dropped"].items() if key.startswith("family_cap")},
+    }
+    rows = {
+        split: [json.loads(line) for line in (tmp_path / "a" / f"{split}.jsonl").read_text().splitlines()]
+        for split in ("train", "validation", "test")
+    }
+    assert len(rows["test"]) == 4 and len(rows["validation"]) == 3
+    assert sum(map(len, rows.values())) + sum(stats["dropped"].values()) == stats["descriptions_read"] == 21
+    families = {split: {family_of(row["source"]) for row in split_rows} for split, split_rows in rows.items()}
+    assert not families["train"] & families["test"] and not families["validation"] & families["test"]
+    assert not families["train"] & families["validation"]
+    cross = [row for split in ("test", "validation") for row in rows[split] if row["source"].startswith("cross-")]
+    assert len(cross) <= 2  # one family: at most max_per_family pairs in an evaluation split
+    some = next(row for split_rows in rows.values() for row in split_rows if row["package"] == "tool-delta")
+    assert some["text"] == (
+        "Tool delta converts Zorblax files of version 3.0 into plain text while keeping every field intact.\n"
+        "It is part of the made-up suite number 3."
+    )
+    assert stats["splits"]["test"]["summary_words_in_text"] > 0
+    # The same index gives the same files, byte for byte, and the stats name them.
+    for split in ("train", "validation", "test"):
+        assert (tmp_path / "a" / f"{split}.jsonl").read_bytes() == (tmp_path / "b" / f"{split}.jsonl").read_bytes()
+    assert stats["files"] == again["files"]
+    assert stats["index"]["translations"]["en"]["sha256"] == hashlib.sha256(translation.encode()).hexdigest()
+
+    assert ensure_corpus(tmp_path / "a")["test"] == tmp_path / "a" / "test.jsonl"  # reused, not rebuilt
+    (tmp_path / "a" / "test.jsonl").write_text("{}\n")
+    with pytest.raises(CorpusError, match="sha256 differs"):
+        ensure_corpus(tmp_path / "a")

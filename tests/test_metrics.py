@@ -246,3 +246,79 @@ def test_translation_metrics_without_sources_or_tables_leaves_those_scores_out()
     """What build_compute_metrics gets without a source column and without OOV tables."""
     references = ["Die Datei wurde gelöscht."]
     assert set(translation_metrics(None, references, references)) == {"bleu", "chrf"}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Summarisation
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_rouge_on_cases_worked_out_by_hand():
+    from hf_pgen.metrics import rouge, rouge_per_example
+
+    # "the cat sat on the mat" vs "the cat lay on the mat": 5 of 6 unigrams (the x2, cat, on, mat), 3 of 5 bigrams
+    # (the cat, on the, the mat), a longest common subsequence of 5 ("the cat on the mat"): F1 = 5/6, 3/5, 5/6.
+    assert rouge(["the cat sat on the mat"], ["the cat lay on the mat"]) == {
+        "rouge1": 83.3333,
+        "rouge2": 60.0,
+        "rougeL": 83.3333,
+        "rougeLsum": 83.3333,
+    }
+    # Two sentences in the other order: every unigram matches; bigrams "fast compil" and "small librari" of 3 each
+    # side; one order shares 2 of 4 tokens (L = 1/2), but each reference sentence is in the output (Lsum = 1).
+    # "compiler"/"library" stem to "compil"/"librari" (Porter).
+    assert rouge(["Fast compiler. Small library."], ["Small library. Fast compiler."]) == {
+        "rouge1": 100.0,
+        "rouge2": 66.6667,
+        "rougeL": 50.0,
+        "rougeLsum": 100.0,
+    }
+    # The mean over examples, not a pooled score: 1.0 and 0.0 average to 50. An empty output scores 0.
+    scores = rouge_per_example(["library", ""], ["library", "library"])
+    assert scores["rouge1"] == [1.0, 0.0] and rouge(["library", ""], ["library", "library"])["rouge1"] == 50.0
+
+
+def test_sentences_split_without_a_download():
+    from hf_pgen.metrics import split_sentences
+
+    assert split_sentences("It reads WDG-3 files, e.g. Foo. It writes v1.2 files! Done") == [
+        "It reads WDG-3 files, e.g. Foo.",
+        "It writes v1.2 files!",
+        "Done",
+    ]
+    assert split_sentences('Written by J. Smith. Version 2.0 ("Kestrel") is out.\nA list:\n- one') == [
+        "Written by J. Smith.",
+        'Version 2.0 ("Kestrel") is out.',
+        "A list:",
+        "- one",
+    ]
+
+
+def test_names_kept_repeats_and_novel_ngrams():
+    from hf_pgen.metrics import name_like, names_kept, novel_ngram_share, repeated_bigram_share, words
+
+    assert words("Fast C++ compiler (v1.2-rc3), for x86-64.") == [
+        "Fast",
+        "C++",
+        "compiler",
+        "v1.2-rc3",
+        "for",
+        "x86-64",
+    ]
+    assert [name_like(w, i) for i, w in enumerate(["Library", "for", "GTK", "libfoo-dev", "version", "3"])] == [
+        False,  # capitalised, but the first word
+        False,
+        True,
+        True,
+        False,
+        True,
+    ]
+    source = "Zyxwvut converts WDG-3 files with GTK and Qt."
+    references = ["tool for WDG-3 files using GTK", "converter for Zorblax files"]
+    # Names from the source in the references: WDG-3 and GTK (Zorblax is not in the source, "tool" is no name).
+    assert names_kept([source, source], ["WDG-3 converter", "converter"], references) == 0.5
+    assert math.isnan(names_kept([source], ["x"], ["converter for files"]))
+    assert repeated_bigram_share(["the tool the tool", "a tool for the files", "Files files"]) == pytest.approx(1 / 3)
+    # "converts WDG-3" is in the source, "WDG-3 viewer" is not: half the bigrams are novel; "viewer" is the one new word.
+    assert novel_ngram_share([source], ["converts WDG-3 viewer"], 2) == 0.5
+    assert novel_ngram_share([source], ["converts WDG-3 viewer"], 1) == pytest.approx(1 / 3)

@@ -38,6 +38,7 @@ CODE_PAGES = (README, RECIPES_PAGE)
 PROSE_PAGES = (
     ROOT / "docs" / "usage.md",
     ROOT / "docs" / "main-job" / "README.md",
+    ROOT / "docs" / "summarise" / "README.md",
     ROOT / "training" / "README.md",
     ROOT / "benchmarks" / "README.md",
     ROOT / "experiments" / "README.md",

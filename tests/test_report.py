@@ -354,3 +354,25 @@ def test_plot_writes_a_png_and_leaves_pyplot_alone(comparison, tmp_path):
     assert _png_size(plot_results(bare, tmp_path / "bare.png"))[0] > 1000
     with pytest.raises(ValueError, match="nothing to plot"):
         plot_results({"systems": []}, tmp_path / "empty.png")
+
+
+def test_significance_of_means_tells_a_real_difference_from_noise():
+    from training.report import significance_of_means
+
+    rng = np.random.default_rng(0)
+    base = rng.random(400) * 100
+    scores = {
+        "lead": {"rougeL": base},
+        "better": {"rougeL": base + 3 + rng.normal(0, 5, 400)},
+        "same": {"rougeL": base + rng.normal(0, 5, 400)},
+    }
+    sig = significance_of_means(scores, baseline="lead", n_samples=500)
+    assert sig["systems"]["lead"]["rougeL"]["score"] == pytest.approx(base.mean())
+    better = sig["comparisons"]["better"]["lead"]["rougeL"]
+    assert better["significant"] and better["p_value"] < 0.01 and better["ci"][0] > 0
+    assert not sig["comparisons"]["same"]["lead"]["rougeL"]["significant"]
+    low, high = sig["systems"]["better"]["rougeL"]["ci"]
+    assert low < sig["systems"]["better"]["rougeL"]["score"] < high
+    assert sig == significance_of_means(scores, baseline="lead", n_samples=500)  # seeded
+    with pytest.raises(ValueError, match="same metrics with one score per example"):
+        significance_of_means({"lead": {"rougeL": base}, "short": {"rougeL": base[:10]}}, baseline="lead")

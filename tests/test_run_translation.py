@@ -5,6 +5,7 @@ A tiny BART-shaped model (width 16, one layer each side) trains for a few dozen 
 the copy mechanism; the checks are on what the script writes, not on translation quality.
 """
 
+import dataclasses
 import gzip
 import json
 import logging
@@ -514,9 +515,10 @@ def test_label_smoothing_and_a_tokenizer_without_oov_words(tmp_path, caplog):
 def test_copy_settings_are_the_config_fields():
 
     from hf_pgen import PointerGeneratorConfig, PointerGeneratorForConditionalGeneration
+    from training.arguments import _NOT_COPY_SETTINGS, PointerGeneratorArguments
 
-    flags = {f.name for f in run_translation.dataclasses.fields(run_translation.PointerGeneratorArguments)}
-    own = set(PointerGeneratorConfig.__annotations__) - run_translation._NOT_COPY_SETTINGS
+    flags = {f.name for f in dataclasses.fields(PointerGeneratorArguments)}
+    own = set(PointerGeneratorConfig.__annotations__) - _NOT_COPY_SETTINGS
     assert flags == own | {"copy_mechanism"}
     assert not hasattr(run_translation, "POINTER_CHOICES")
     _, copy_args, _, _ = run_translation.parse_args(

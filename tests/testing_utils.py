@@ -174,6 +174,37 @@ def corpus_pairs(split: str, limit: int | None = None) -> list[tuple[str, str]]:
     return pairs
 
 
+# Standard-library modules whose docstrings make (text -> summary) pairs: real text, offline (PSF licence).
+_DOCSTRING_MODULES = (
+    "argparse", "asyncio", "collections", "csv", "datetime", "email", "functools", "http.client", "inspect", "json",
+    "logging", "os", "pathlib", "shutil", "subprocess", "tarfile", "textwrap", "threading", "unittest", "urllib.parse",
+    "zipfile", "decimal", "fractions", "statistics", "string", "tempfile", "xml.dom.minidom",
+)  # fmt: skip
+
+
+def docstring_pairs(limit: int | None = None, min_words: int = 12) -> list[dict[str, str]]:
+    """Summarisation pairs from standard-library docstrings: the body (text) -> the first line (summary), for
+    docstrings whose body has at least `min_words` words; in a fixed order, each text once."""
+    import importlib
+    import inspect
+
+    pairs, seen = [], set()
+    for module_name in _DOCSTRING_MODULES:
+        module = importlib.import_module(module_name)
+        for name, member in sorted(vars(module).items()):
+            if name.startswith("_") or not (inspect.isfunction(member) or inspect.isclass(member)):
+                continue
+            doc = inspect.getdoc(member) or ""
+            first, _, body = doc.partition("\n")
+            summary, text = " ".join(first.split()), " ".join(body.split())
+            if len(text.split()) >= min_words and summary and text not in seen:
+                seen.add(text)
+                pairs.append({"text": text, "summary": summary})
+                if limit and len(pairs) >= limit:
+                    return pairs
+    return pairs
+
+
 def word_level_tokenizer(texts: list[str], vocab_size: int):
     """The project's one tokenizer builder (`hf_pgen.tokenizer_training.train_shared_tokenizer`), word-level: what the
     main job and `run_translation --train_tokenizer` use. Special ids: <pad>=0, </s>=1, <unk>=2, <s>=3."""

@@ -1,4 +1,4 @@
-"""What run_translation measures beyond the Trainer's metrics, and how it writes its predictions.
+"""What run_translation and run_summarization measure beyond the Trainer's metrics, and how they write predictions.
 
 Decoding with copies and the metrics themselves live in the library (`hf_pgen.build_compute_metrics`,
 `hf_pgen.metrics`); this module adds the teacher-forced mean p_gen, the prediction file and the copy records.
@@ -75,27 +75,29 @@ def write_copy_records(
     tokenizer,
     sources: list[str],
     *,
+    task: str = "translation",
     prefix: str = "",
     num_beams: int = 1,
     max_length: int | None = None,
     protect=None,
 ) -> list[dict]:
-    """Translate `sources` through `pipeline("translation")` with `return_copy_info=True`, as a user would, and
-    write the records to `copy_records.jsonl` (one per line) and `copies.html` (`hf_pgen.visualize.to_html`)."""
+    """Run `sources` through `pipeline(task)` ("translation", "summarization") with `return_copy_info=True`, as a
+    user would, and write the records to `copy_records.jsonl` (one per line) and `copies.html`
+    (`hf_pgen.visualize.to_html`)."""
     import json
 
     from transformers import pipeline
 
     from hf_pgen import visualize
 
-    translator = pipeline("translation", model=model, tokenizer=tokenizer, prefix=prefix)
+    pipe = pipeline(task, model=model, tokenizer=tokenizer, prefix=prefix)
     options = {"num_beams": num_beams, "return_copy_info": True, "batch_size": 16}
     if max_length is not None:
         options["max_length"] = max_length
     if protect is not None:
         options["protect"] = protect
     model.eval()
-    records = translator(list(sources), **options)
+    records = pipe(list(sources), **options)
     output_dir = Path(output_dir)
     with open(output_dir / "copy_records.jsonl", "w", encoding="utf-8") as handle:
         for record in records:

@@ -12,7 +12,7 @@ from hf_pgen.configuration_pointer_generator import max_source_positions, max_ta
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["build_model", "set_language_codes", "check_lengths", "MODEL_TYPES"]
+__all__ = ["build_model", "set_language_codes", "has_language_codes", "check_lengths", "MODEL_TYPES"]
 
 # Model families whose decoder starts from the pad token; others start from eos (BART style) or bos.
 _DECODER_START_PAD = {"marian", "t5", "mt5", "umt5", "pegasus", "pegasus_x", "longt5", "switch_transformers"}
@@ -57,6 +57,8 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
             trust_remote_code=model_args.trust_remote_code,
         )
         config = AutoConfig.from_pretrained(model_args.config_name or model_args.model_name_or_path, **common)
+        if getattr(model_args, "add_coverage", False):
+            _add_coverage(config, model_args.model_name_or_path, copy_settings)
         model = AutoModelForSeq2SeqLM.from_pretrained(model_args.model_name_or_path, config=config, **common)
         if is_pointer_generator(model):
             wrapped, base = model, model.base
@@ -138,10 +140,35 @@ def build_model(model_args, data_args, tokenizer, trained_tokenizer: bool, copy_
     return model
 
 
+def _add_coverage(config, name: str, copy_settings: dict | None) -> None:
+    """--add_coverage: coverage switched on in the config of a saved pointer-generator trained without it (See et al.'s
+    final coverage phase). Its weights are missing from the checkpoint and start at zero (`_init_weights`), so the
+    model generates as before until training moves them; only the loss term acts at once."""
+    if copy_settings is None:
+        raise ValueError("--add_coverage adds coverage to a pointer-generator: drop --no_copy_mechanism.")
+    if not is_pointer_generator(config):
+        raise ValueError(
+            f"--add_coverage: {name} is a {config.model_type} model, not a saved pointer-generator. To train a "
+            "pointer-generator with coverage from the start, pass --coverage."
+        )
+    if config.coverage:
+        raise ValueError(f"--add_coverage: {name} has coverage already (coverage_weight {config.coverage_weight}).")
+    config.coverage = True
+    config.coverage_weight = copy_settings.get("coverage_weight", config.coverage_weight)
+    logger.info(
+        "Coverage switched on for %s (weight %s): its coverage weights start at zero.", name, config.coverage_weight
+    )
+
+
 def _one_token_per_word(tokenizer) -> bool:
     """Whether `tokenizer` is word-level (a word-level `tokenizers` model): subword and SentencePiece ones are not."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     return backend is not None and type(backend.model).__name__ == "WordLevel"
+
+
+def has_language_codes(tokenizer) -> bool:
+    """Whether `tokenizer` is one of the multilingual tokenizers whose language codes must be set (mBART, M2M100, ...)."""
+    return type(tokenizer).__name__.removesuffix("Fast") in _MULTILINGUAL_TOKENIZERS
 
 
 def set_language_codes(tokenizer, model, data_args) -> None:

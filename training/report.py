@@ -37,6 +37,7 @@ import numpy as np
 
 __all__ = [
     "significance",
+    "significance_of_means",
     "markdown_table",
     "goals_table",
     "plot_results",
@@ -139,6 +140,76 @@ def significance(
     return result
 
 
+def significance_of_means(
+    scores_by_system: Mapping[str, Mapping[str, Sequence[float]]],
+    baseline: str,
+    n_samples: int = 1000,
+    seed: int = 12345,
+    alpha: float = 0.05,
+) -> dict:
+    """`significance` for metrics whose corpus score is the mean of per-example scores (ROUGE F1, say).
+
+    The same paired bootstrap (every system scored on the same resamples of the examples, two-sided p-values,
+    percentile intervals); a resample's score is the weighted mean of the per-example scores, all resamples in one
+    matrix product.
+
+    Args:
+        scores_by_system: `{system: {metric: per-example scores}}`, every system with the same metrics and one score
+            per example, in the same order (scale them as the report shows them: ROUGE x 100).
+        baseline, n_samples, seed, alpha: as `significance`.
+
+    Returns:
+        What `significance` returns, for these metrics (no `signatures`): `systems[name][metric]` holds `score`,
+        `mean` and `ci`; `comparisons[a][b][metric]` holds `difference`, `mean`, `ci`, `p_value`, `significant`.
+    """
+    systems = {
+        name: {key: np.asarray(values, dtype=np.float64) for key, values in metrics.items()}
+        for name, metrics in scores_by_system.items()
+    }
+    if baseline not in systems:
+        raise ValueError(f"The baseline {baseline!r} is not one of the systems {sorted(systems)}.")
+    keys = list(systems[baseline])
+    lengths = {(name, key): len(values) for name, metrics in systems.items() for key, values in metrics.items()}
+    n = lengths[(baseline, keys[0])] if keys else 0
+    if (
+        not keys
+        or n == 0
+        or any(set(metrics) != set(keys) for metrics in systems.values())
+        or set(lengths.values()) != {n}
+    ):
+        raise ValueError(
+            f"Every system needs the same metrics with one score per example: got {lengths} (the baseline has {keys})."
+        )
+    if n_samples < 1 or not 0 < alpha < 1:
+        raise ValueError(f"n_samples must be at least 1 and alpha between 0 and 1, got {n_samples} and {alpha}.")
+    weights = _resample_weights(n, n_samples, seed)  # (n_samples, n)
+    result = {
+        "method": "paired bootstrap resampling over examples (means of per-example scores); two-sided p-values, "
+        "percentile intervals",
+        "n_samples": int(n_samples),
+        "seed": int(seed),
+        "alpha": float(alpha),
+        "sentences": n,
+        "baseline": baseline,
+        "systems": {name: {} for name in systems},
+        "comparisons": {name: {other: {} for other in systems if other != name} for name in systems},
+    }
+    for key in keys:
+        # (n, 2) each: [score, 1], so that a resample's sums give its total and its count of draws
+        statistics = {name: np.stack([m[key], np.ones(n)], axis=1) for name, m in systems.items()}
+        per_system, per_pair = _paired_bootstrap(None, _mean_scores, statistics, weights, alpha)
+        for name in systems:
+            result["systems"][name][key] = per_system[name]
+            for other, entry in per_pair[name].items():
+                result["comparisons"][name][other][key] = entry
+    return result
+
+
+def _mean_scores(_, stats: np.ndarray) -> np.ndarray:
+    """(S, 2) summed [score, count] -> (S,) means."""
+    return stats[:, 0] / stats[:, 1]
+
+
 def _check_inputs(references: list, systems: dict, baseline: str, n_samples: int, alpha: float) -> None:
     if not references:
         raise ValueError("significance() needs at least one reference sentence, got none.")
@@ -185,7 +256,12 @@ def _paired_bootstrap(
     """
     n_samples = len(weights)
     quantiles = [100 * alpha / 2, 100 * (1 - alpha / 2)]
-    observed = {name: _checked_score(metric, scorer, stats.sum(0)) for name, stats in statistics.items()}
+    observed = {
+        name: _checked_score(metric, scorer, stats.sum(0))
+        if metric is not None
+        else float(scorer(None, stats.sum(0)[None])[0])
+        for name, stats in statistics.items()
+    }
     resampled = {name: scorer(metric, weights @ stats) for name, stats in statistics.items()}  # (n_samples,) each
     per_system = {
         name: {

@@ -1,8 +1,9 @@
-"""What run_translation reports about how a model was made: its settings, and the model card's "Training details".
+"""What run_translation and run_summarization report about how a model was made: its settings, and the model card's
+"Training details".
 
 >>> from training.run_details import collect_settings, training_details
 >>> settings = collect_settings(model_args, data_args, training_args, model, tokenizer, origin, stats)
->>> markdown = training_details(settings, results)    # results: run_translation's metrics
+>>> markdown = training_details(settings, results)    # results: the script's metrics
 
 The card itself is the library's (`hf_pgen.modelcard.render_model_card`, written through the Trainer's
 `create_model_card`); this module only says what the library cannot know: the data and its checks, the recipe,
@@ -42,20 +43,33 @@ LANGUAGE_NAMES = {
 }
 
 
-def collect_settings(model_args, data_args, training_args, model, tokenizer, data_origin, data_stats) -> dict:
-    """How the model was made (also returned by run_translation.main, as `results["settings"]`)."""
+def collect_settings(
+    model_args, data_args, training_args, model, tokenizer, data_origin, data_stats, task: str = "translation"
+) -> dict:
+    """How the model was made (also returned by the scripts' `main`, as `results["settings"]`). `task`:
+    "translation" (run_translation: `data_args` has the language pair) or "summarization" (run_summarization:
+    the text and summary columns)."""
     copy = is_pointer_generator(model)
     base = model.base if copy else model
     threads = torch.get_num_threads()
     on_gpu = torch.cuda.is_available() and not training_args.use_cpu
+    if task == "translation":
+        columns = {
+            "source_lang": data_args.source_lang.split("_")[0],
+            "target_lang": data_args.target_lang.split("_")[0],
+        }
+    else:
+        columns = {"text_column": data_args.text_column, "summary_column": data_args.summary_column}
     return {
+        "task": task,
+        "script": f"run_{task}.py",
         "copy_mechanism": copy,
         "pointer": model.config.pointer if copy else None,
         "coverage": bool(model.config.coverage) if copy else False,
         "coverage_weight": model.config.coverage_weight if copy else None,
         "selective_read": bool(getattr(model.config, "selective_read", False)) if copy else False,
         "copy_next": bool(getattr(model.config, "copy_next", False)) if copy else False,
-        "copy_augmentation": data_args.copy_augmentation,
+        "copy_augmentation": getattr(data_args, "copy_augmentation", False),
         "base_model": model_args.model_name_or_path,
         "model_type": base.config.model_type,
         "config_overrides": model_args.config_overrides,
@@ -69,8 +83,7 @@ def collect_settings(model_args, data_args, training_args, model, tokenizer, dat
         if model_args.train_tokenizer
         else (model_args.tokenizer_name or model_args.model_name_or_path),
         "vocab_size": len(tokenizer),
-        "source_lang": data_args.source_lang.split("_")[0],
-        "target_lang": data_args.target_lang.split("_")[0],
+        **columns,
         "data_origin": data_origin,
         "data_files": {
             k: getattr(data_args, k) for k in ("train_file", "validation_file", "test_file") if getattr(data_args, k)
@@ -165,7 +178,7 @@ def training_details(settings: dict, results: dict) -> str:
         lines += [f"The `datasets` dataset `{origin}`; see its own card for origin and licence.", ""]
     if data_stats:
         lines += [
-            "Data checks (examples skipped or truncated by `run_translation.py`):",
+            f"Data checks (examples skipped or truncated by `{settings.get('script', 'run_translation.py')}`):",
             "",
             "| split | pairs read | pairs used | empty lines | empty texts | undecodable lines | sources truncated | "
             "targets truncated |",
@@ -196,8 +209,9 @@ def training_details(settings: dict, results: dict) -> str:
         lines += [
             "",
             f"Trained from scratch on {train_pairs} pairs for {format_duration(runtime)} on "
-            f"{settings.get('hardware')}: a small model on a small corpus, whose translations of general text "
-            "are poor and whose vocabulary is small on purpose.",
+            f"{settings.get('hardware')}: a small model on a small corpus, whose "
+            + ("summaries" if settings.get("task") == "summarization" else "translations")
+            + " of general text are poor and whose vocabulary is small on purpose.",
         ]
     return "\n".join(lines)
 

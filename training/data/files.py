@@ -43,6 +43,8 @@ _SUFFIXES = (
     (".arrow", "arrow"),
 )
 SUPPORTED = ".json/.jsonl, .csv, .tsv (each optionally .gz), .parquet or .arrow"
+# The flags that name the two columns, for error messages: run_summarization passes its own.
+LANGUAGE_FLAGS = "--source_lang/--target_lang"
 
 
 class DataError(ValueError):
@@ -100,7 +102,9 @@ def _undecodable_in_file(path: str, raw: bytes, error: UnicodeDecodeError) -> Da
     )
 
 
-def _text_pair(values: dict, source_lang: str, target_lang: str, where: str, what: str) -> tuple[Any, Any]:
+def _text_pair(
+    values: dict, source_lang: str, target_lang: str, where: str, what: str, flags: str = LANGUAGE_FLAGS
+) -> tuple[Any, Any]:
     """`values[source_lang], values[target_lang]`, or a DataError naming the missing one and what was found.
 
     `what` names the missing thing: "key in 'translation'", "key (nor a 'translation' object)" or "column".
@@ -110,7 +114,7 @@ def _text_pair(values: dict, source_lang: str, target_lang: str, where: str, wha
             found = "columns" if what.startswith("column") else "keys"
             raise DataError(
                 f"{where}: no '{lang}' {what}; {found} found: {sorted(map(str, values))}. Each example needs both "
-                f"'{source_lang}' and '{target_lang}' (set --source_lang/--target_lang to match the data)."
+                f"'{source_lang}' and '{target_lang}' (set {flags} to match the data)."
             )
     return values[source_lang], values[target_lang]
 
@@ -132,7 +136,9 @@ def _log_skip(stats: Counter, key: str, message: str) -> None:
         )
 
 
-def read_translation_file(path: str, source_lang: str, target_lang: str, skip_bad_lines: bool = False):
+def read_translation_file(
+    path: str, source_lang: str, target_lang: str, skip_bad_lines: bool = False, *, flags: str = LANGUAGE_FLAGS
+):
     """Read (source, target) pairs from a JSON-lines / JSON / CSV / TSV file (optionally gzipped).
 
     Empty lines and examples with an empty source or target are skipped and counted. A missing language key or
@@ -208,9 +214,11 @@ def read_translation_file(path: str, source_lang: str, target_lang: str, skip_ba
                         f"{where}: 'translation' must be an object with one key per language, got "
                         f"{type(values).__name__}."
                     )
-                source, target = _text_pair(values, source_lang, target_lang, where, "key in 'translation'")
+                source, target = _text_pair(values, source_lang, target_lang, where, "key in 'translation'", flags)
             else:
-                source, target = _text_pair(record, source_lang, target_lang, where, "key (nor a 'translation' object)")
+                source, target = _text_pair(
+                    record, source_lang, target_lang, where, "key (nor a 'translation' object)", flags
+                )
             if _keep_pair(source, target, stats, where):
                 sources.append(source)
                 targets.append(target)
@@ -234,7 +242,7 @@ def read_translation_file(path: str, source_lang: str, target_lang: str, skip_ba
         if missing:
             raise DataError(
                 f"{path}: no column named {', '.join(repr(m) for m in missing)}; columns found: {columns}. The header "
-                f"row needs a '{source_lang}' and a '{target_lang}' column (set --source_lang/--target_lang to match)."
+                f"row needs a '{source_lang}' and a '{target_lang}' column (set {flags} to match)."
             )
         for row in reader:
             where = f"{path}, line {reader.line_num}"
@@ -265,7 +273,9 @@ def _load_file(path: str, kind: str, cache_dir: str | None):
     return datasets.load_dataset(builder, data_files={"data": path}, split="data", cache_dir=cache_dir, **kwargs)
 
 
-def _language_columns(dataset, source_lang: str, target_lang: str, name: str) -> tuple[str, str] | str:
+def _language_columns(
+    dataset, source_lang: str, target_lang: str, name: str, flags: str = LANGUAGE_FLAGS
+) -> tuple[str, str] | str:
     """The layout of `dataset`: "translation" (a struct column with one key per language) or the two columns."""
     import datasets
 
@@ -280,14 +290,14 @@ def _language_columns(dataset, source_lang: str, target_lang: str, name: str) ->
         if missing:
             raise DataError(
                 f"{name}: no {', '.join(repr(m) for m in missing)} key in 'translation'; keys found: "
-                f"{sorted(keys)}. Set --source_lang/--target_lang to match the data."
+                f"{sorted(keys)}. Set {flags} to match the data."
             )
         return "translation"
     missing = [lang for lang in (source_lang, target_lang) if lang not in columns]
     if missing:
         raise DataError(
             f"{name}: no column named {', '.join(repr(m) for m in missing)} (nor a 'translation' "
-            f"column); columns found: {columns}. Set --source_lang/--target_lang to match the data."
+            f"column); columns found: {columns}. Set {flags} to match the data."
         )
     for lang in (source_lang, target_lang):
         feature = features[lang]
@@ -296,9 +306,11 @@ def _language_columns(dataset, source_lang: str, target_lang: str, name: str) ->
     return source_lang, target_lang
 
 
-def _normalise(dataset, source_lang: str, target_lang: str, name: str, num_proc: int | None):
+def _normalise(
+    dataset, source_lang: str, target_lang: str, name: str, num_proc: int | None, flags: str = LANGUAGE_FLAGS
+):
     """`dataset` as columns "source" and "target", rows with an empty side dropped; returns it and the stats."""
-    layout = _language_columns(dataset, source_lang, target_lang, name)
+    layout = _language_columns(dataset, source_lang, target_lang, name, flags)
 
     def pairs(batch):
         if layout == "translation":
@@ -336,6 +348,7 @@ def load_translation_file(
     skip_bad_lines: bool = False,
     cache_dir: str | None = None,
     num_proc: int | None = None,
+    flags: str = LANGUAGE_FLAGS,
 ):
     """One data file as a `datasets.Dataset` of "source"/"target" pairs, plus the stats of the strict checks."""
     import datasets
@@ -353,13 +366,13 @@ def load_translation_file(
         logger.info("%s: datasets could not load it (%s); reading it with the strict reader.", path, error)
         loaded = None
     if kind not in TEXT_FORMATS:
-        return _normalise(loaded, source_lang, target_lang, path, num_proc)
+        return _normalise(loaded, source_lang, target_lang, path, num_proc, flags)
 
     # The validation pass: exact errors (file, line, bytes) and counts of what is skipped.
-    sources, targets, stats = read_translation_file(path, source_lang, target_lang, skip_bad_lines)
+    sources, targets, stats = read_translation_file(path, source_lang, target_lang, skip_bad_lines, flags=flags)
     if loaded is not None:
         try:
-            dataset, _ = _normalise(loaded, source_lang, target_lang, path, num_proc)
+            dataset, _ = _normalise(loaded, source_lang, target_lang, path, num_proc, flags)
         except Exception:  # noqa: BLE001 - e.g. bytes --skip_bad_lines skipped: the strict reader's pairs are right
             dataset = None
         # The same pairs as the strict reader's (the csv module and pandas could disagree on quoting): use the
@@ -400,11 +413,13 @@ def load_translation_splits(
     cache_dir: str | None = None,
     token: str | None = None,
     num_proc: int | None = None,
+    flags: str = LANGUAGE_FLAGS,
 ):
     """The splits in `needed` ("train" / "validation" / "test") as `{split: Dataset(source, target)}`.
 
     Returns `(splits, stats, origin)`: `stats[split]` counts pairs and skipped lines by reason; `origin` is
-    "files", the dataset name, or `EMBEDDED_CORPUS`. A split not available is left out (the caller says which
+    "files", the dataset name, or `EMBEDDED_CORPUS`. `flags` names the options that choose the two columns, for
+    error messages (default: the language flags; run_summarization's `--text_column/--summary_column`). A split not available is left out (the caller says which
     flag needed it). A split without a single usable pair raises a `DataError` naming its file.
     """
     files = {"train": train_file, "validation": validation_file, "test": test_file}
@@ -420,6 +435,7 @@ def load_translation_splits(
                     skip_bad_lines=skip_bad_lines,
                     cache_dir=cache_dir,
                     num_proc=num_proc,
+                    flags=flags,
                 )
                 names[split] = files[split]
     else:
@@ -437,7 +453,9 @@ def load_translation_splits(
         for split in needed:
             if split in raw:
                 names[split] = f"{origin}[{split}]"
-                splits[split], stats[split] = _normalise(raw[split], source_lang, target_lang, names[split], num_proc)
+                splits[split], stats[split] = _normalise(
+                    raw[split], source_lang, target_lang, names[split], num_proc, flags
+                )
     for split, split_stats in stats.items():
         skipped = {k: v for k, v in split_stats.items() if k.startswith("skipped") and v}
         if skipped:
