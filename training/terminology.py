@@ -82,7 +82,7 @@ class TermIndex:
     def supported(self, source: str, reference: str) -> list[tuple[str, str]]:
         """`(source term, target term)` pairs: the source term in `source`, the target term in `reference`, both as
         whole words (case-sensitive), the longest source term first where two start at one word."""
-        source, reference = _without_placeholders(source), _without_placeholders(reference)
+        source, reference = without_placeholders(source), without_placeholders(reference)
         words = re.findall(r"\w+", source)
         reference_words = set(re.findall(r"\w+", reference))
         found: dict[str, str] = {}
@@ -98,7 +98,7 @@ class TermIndex:
         return list(found.items())
 
 
-def _without_placeholders(text: str) -> str:
+def without_placeholders(text: str) -> str:
     """`text` with its placeholders blanked out: `date` in `%(date)s` is the code's, not a term."""
     for start, end in placeholder_spans(text):
         text = text[:start] + " " * (end - start) + text[end:]
