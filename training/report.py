@@ -537,10 +537,12 @@ README_COLUMNS = (
     ("unseen_kept", "unseen terms kept"),
 )
 README_NOTES = (
-    "In this budget the no-copy Transformer barely learns to use its source (its learning rate was tuned); the "
-    "pointer gives a model a path from source to output from the first steps "
-    "([why](docs/main-job/README.md#what-it-shows)). *Unseen terms kept*: of the words unseen in training that the "
-    "reference keeps, the share the output keeps.",
+    "The no-copy row has the settings every system had before the low-resource sweep. Tuned on the validation split "
+    "([the sweep](docs/main-job/tuning.md): 2,000 pieces), it reaches 6.2 BLEU / 14.6 chrF on test, and the "
+    "pointer-generator with selective read and copy augmentation leads it by 23.5 chrF (95% interval 21.9-25.0): in "
+    "this budget a plain Transformer barely learns to use its source, where the pointer gives a path from source to "
+    "output from the first steps ([why](docs/main-job/README.md#what-it-shows)). *Unseen terms kept*: of the words "
+    "unseen in training that the reference keeps, the share the output keeps.",
 )
 
 
@@ -565,7 +567,7 @@ def readme_results_table(
     recipe = comparison.get("recipe") or {}
     arguments = recipe.get("run_translation_args") or []
     steps = arguments[arguments.index("--max_steps") + 1] if "--max_steps" in arguments else None
-    heading = "**The main job** (`make main`)"
+    heading = "**The main job**" + (f" (its last full run, {comparison['date']})" if comparison.get("date") else "")
     if sig:
         heading += f": {sig['sentences']:,} held-out test messages of projects unseen in training"
     if steps and recipe.get("cpu_cores"):
