@@ -978,7 +978,9 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         invented-placeholder bans. `_UNDECIDED` when the full rules must decide (the budget is tight, or EOS is on
         top and a span must start)."""
         parent = self._states.get(parent_key)
-        if parent is None:
+        if parent is None or (ex.reads_text and any(ex.at_least)):
+            # (a glossary term starts cleanly only after a character it does not glue to: which starts a row may
+            # take changes with each token, and the full rules put a space first where none may)
             return _UNDECIDED
         remaining, last_end, last_span = carried
         banned, parts, restore = ex.calm_bans(remaining)

@@ -454,3 +454,40 @@ def test_a_model_that_ignores_the_terms_still_puts_each_out_as_often_as_its_sour
                 assert output == copies[row], (family, source)
             for target in {m.target for m in matches}:
                 assert output.count(target) == max(1, copies[row].count(target)), (family, source, glossary, output)
+
+
+@pytest.mark.slow
+def test_the_shortcut_for_calm_rows_decides_glossary_rows_as_the_full_rules_do(family_tokenizer):
+    """The per-row engine carries a parent's rules over to a row whose last token touches no span: a saving, never
+    another decision. A glossary term reads as a word, so where it may start changes with each token (after a word
+    character only with a space first): the same random rows (beams forking, sampled tokens, term tokens, rows that
+    want to end) get the same scores with the shortcut as with the full rules at every step."""
+    from hf_pgen import logits_process_pointer_generator as engine_module
+
+    family, tokenizer = family_tokenizer
+    processor = PointerGeneratorProcessor(tokenizer, len(tokenizer))
+    rng, german = random.Random(3), _german_words()
+    sources = rng.sample(corpus_texts("test", limit=300), 6)
+    glossaries = [entries or {sources[i].split()[0]: german[i]} for i, entries in
+                  enumerate(_random_glossaries(rng, sources, german))]  # fmt: skip
+    entries = processor(sources, glossary=glossaries, protect="placeholders", padding=True)["protected_spans"]
+    eos, width, per_example = tokenizer.eos_token_id, len(tokenizer) + 6, 3
+    shortcut = engine_module.ProtectedSpansLogitsProcessor(entries, eos_token_id=eos, max_new_tokens=24)
+    full = engine_module.ProtectedSpansLogitsProcessor(entries, eos_token_id=eos, max_new_tokens=24)
+    full._carry_on = lambda *args, **kwargs: engine_module._UNDECIDED  # every row through the full rules
+    term_tokens = sorted({t for ex in shortcut.examples for vs in ex.variants for v in vs for t in v})
+    rows = [[eos] for _ in range(len(entries) * per_example)]
+    for step in range(20):
+        input_ids, scores = torch.tensor(rows), torch.randn(len(rows), width)
+        scores[rng.randrange(4) :: 4, eos] = 10.0  # some rows want to end
+        got = shortcut(input_ids, scores.clone())
+        expected = full(input_ids, scores.clone())
+        assert torch.equal(got, expected), (family, step, (got != expected).any(-1).nonzero().flatten().tolist())
+        parents = [rows[(r // per_example) * per_example + rng.randrange(per_example)] for r in range(len(rows))]
+        rows = []
+        for r, parent in enumerate(parents):
+            pick = rng.random()
+            token = (
+                rng.choice(term_tokens) if pick < 0.2 else rng.randrange(width) if pick < 0.3 else int(got[r].argmax())
+            )
+            rows.append(parent + [token])
