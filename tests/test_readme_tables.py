@@ -14,7 +14,7 @@ from training.report import (
     replace_generated_block,
 )
 
-COMPARISON = ROOT / "docs" / "main-job" / "comparison.json"
+COMPARISON = ROOT / "docs" / "main-job" / "headline" / "comparison.json"
 RESULTS = ROOT / "benchmarks" / "results"
 
 

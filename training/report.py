@@ -520,14 +520,15 @@ def goals_table(comparison: Mapping) -> str:
 
 # Which systems and columns the README shows, and the notes under its tables: decided here and nowhere else. A main
 # job with other systems changes these lines, then `make readme-tables` rewrites the README; tests/test_readme_tables.py
-# fails while the README and docs/main-job/comparison.json disagree.
+# fails while the README and docs/main-job/headline/comparison.json (the last `make main`) disagree.
 # (system name in comparison.json, the label the README gives it)
 README_SYSTEMS = (
     ("copy-source", "copy the source verbatim"),
-    ("subword-nocopy", "no-copy Transformer, unigram subwords"),
-    ("pgen-subword", "pointer-generator, unigram subwords"),
-    ("pgen-subword-sr-ca", "↳ + selective read, copy augmentation"),
-    ("pgen-subword-sr-ca+protect", '↳ ↳ + `protect="placeholders"`'),
+    ("subword-nocopy", "no-copy Transformer, unigram subwords, tuned"),
+    ("subword-nocopy+protect", '↳ + `protect="placeholders"`'),
+    ("pgen-word-sr-cn-ca", "pointer-generator, word-level"),
+    ("pgen-subword-sr-ca", "pointer-generator, unigram subwords"),
+    ("pgen-subword-sr-ca+protect", '↳ + `protect="placeholders"`'),
 )
 # (metrics key, header); BLEU and chrF carry a mark where they differ from the significance baseline beyond noise
 README_COLUMNS = (
@@ -537,12 +538,12 @@ README_COLUMNS = (
     ("unseen_kept", "unseen terms kept"),
 )
 README_NOTES = (
-    "The no-copy row has the settings every system had before the low-resource sweep. Tuned on the validation split "
-    "([the sweep](docs/main-job/tuning.md): 2,000 pieces), it reaches 6.2 BLEU / 14.6 chrF on test, and the "
-    "pointer-generator with selective read and copy augmentation leads it by 23.5 chrF (95% interval 21.9-25.0): in "
-    "this budget a plain Transformer barely learns to use its source, where the pointer gives a path from source to "
-    "output from the first steps ([why](docs/main-job/README.md#what-it-shows)). *Unseen terms kept*: of the words "
-    "unseen in training that the reference keeps, the share the output keeps.",
+    "The no-copy Transformer has the low-resource settings the sweep chose on the validation split "
+    "([tuning](docs/main-job/tuning.md)); in this budget it barely learns to use its source, where the pointer gives "
+    "a path from source to output from the first steps ([why](docs/main-job/README.md#what-it-shows)). The "
+    "pointer-generators have the recipe's copy levers (selective read and copy augmentation; word-level also "
+    "copy-next). *Unseen terms kept*: of the words unseen in training that the reference keeps, the share the output "
+    "keeps.",
 )
 
 
@@ -567,7 +568,7 @@ def readme_results_table(
     recipe = comparison.get("recipe") or {}
     arguments = recipe.get("run_translation_args") or []
     steps = arguments[arguments.index("--max_steps") + 1] if "--max_steps" in arguments else None
-    heading = "**The main job**" + (f" (its last full run, {comparison['date']})" if comparison.get("date") else "")
+    heading = "**The main job** (`make main`" + (f", {comparison['date']})" if comparison.get("date") else ")")
     if sig:
         heading += f": {sig['sentences']:,} held-out test messages of projects unseen in training"
     if steps and recipe.get("cpu_cores"):
@@ -650,7 +651,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import json
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--comparison", type=Path, default=Path("docs/main-job/comparison.json"))
+    parser.add_argument("--comparison", type=Path, default=Path("docs/main-job/headline/comparison.json"))
     parser.add_argument("--readme", type=Path, required=True, help="the page whose generated blocks are rewritten")
     args = parser.parse_args(argv)
     comparison = json.loads(args.comparison.read_text(encoding="utf-8"))
