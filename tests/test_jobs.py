@@ -1,6 +1,6 @@
 """training/jobs.py: the progress the main job and the sweep print is read from each child's log."""
 
-from training.jobs import _progress
+from training.jobs import trainer_progress
 
 
 def test_progress_reads_the_trainers_bar_not_the_checkpoint_writers(tmp_path):
@@ -14,4 +14,4 @@ def test_progress_reads_the_trainers_bar_not_the_checkpoint_writers(tmp_path):
         "examples/s]",
         encoding="utf-8",
     )
-    assert _progress(log) == (1601, 5000)
+    assert trainer_progress(log) == (1601, 5000)

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["run_jobs", "clock"]
+__all__ = ["run_jobs", "clock", "trainer_progress"]
 
 
 def _run_child(argv: list[str], log_path: str, queue, entry: str = "training.run_translation") -> None:
@@ -48,7 +48,7 @@ def _run_child(argv: list[str], log_path: str, queue, entry: str = "training.run
 _STEP = re.compile(r"(?:^|\r) *\d+%\|[^|\r\n]*\| *(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]", re.MULTILINE)
 
 
-def _progress(log_path: Path) -> tuple[int, int] | None:
+def trainer_progress(log_path: Path) -> tuple[int, int] | None:
     """The latest `step/total` of a Trainer progress bar in a child's log."""
     try:
         with open(log_path, "rb") as handle:
@@ -104,7 +104,7 @@ def run_jobs(jobs: list[tuple], out: Path, workers: int, started: float, done: d
             last_report = time.perf_counter()
             parts, fractions = [], []
             for name, (_, _, log, t0) in running.items():
-                step = _progress(log)
+                step = trainer_progress(log)
                 if step:
                     parts.append(f"{name} {step[0]}/{step[1]}")
                     fractions.append((step[0] / max(step[1], 1), time.perf_counter() - t0))

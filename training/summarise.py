@@ -43,7 +43,6 @@ import json
 import math
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -51,6 +50,8 @@ import time
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
+
+from training.jobs import trainer_progress
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -191,19 +192,6 @@ def recipe(name: str, settings: Settings, data: dict[str, Path], output_dir: Pat
 
 # The Trainer's progress bar in a run's log: " 37%|███▋      | 890/2400 [05:01<08:31,  2.95it/s]"; unlabelled, unlike
 # the bars of loading ("Loading weights: 100%|...| 147/147") and preprocessing.
-_STEP = re.compile(r"(?:^|\r) *\d+%\|[^|\r\n]*\| *(\d+)/(\d+) \[[^\]]*(?:it/s|s/it)\]", re.MULTILINE)
-
-
-def _progress(log: Path) -> tuple[int, int] | None:
-    """The latest `step/total` of the Trainer's progress bar in a run's log (read from its last 4 KiB)."""
-    try:
-        with open(log, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(log) - 4096))
-            tail = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    found = _STEP.findall(tail)
-    return (int(found[-1][0]), int(found[-1][1])) if found else None
 
 
 def _clock(seconds: float) -> str:
@@ -265,7 +253,7 @@ class Runs:
     def _report(self, running: dict) -> None:
         parts, rates, steps_now = [], [], 0
         for name, (_, _, log, t0, _) in running.items():
-            step = _progress(log)
+            step = trainer_progress(log)
             if step is None:
                 parts.append(f"{name} preparing")
                 continue
