@@ -538,12 +538,9 @@ README_COLUMNS = (
     ("unseen_kept", "unseen terms kept"),
 )
 README_NOTES = (
-    "The no-copy Transformer has the low-resource settings the sweep chose on the validation split "
-    "([tuning](docs/main-job/tuning.md)); in this budget it barely learns to use its source, where the pointer gives "
-    "a path from source to output from the first steps ([why](docs/main-job/README.md#what-it-shows)). The "
-    "pointer-generators have the recipe's copy levers (selective read and copy augmentation; word-level also "
-    "copy-next). *Unseen terms kept*: of the words unseen in training that the reference keeps, the share the output "
-    "keeps.",
+    "The no-copy Transformer has the settings the low-resource sweep chose ([tuning](docs/main-job/tuning.md)); in "
+    "this budget it barely learns to read its source ([why](docs/main-job/README.md#what-it-shows)). *Unseen terms "
+    "kept*: of the words unseen in training that the reference keeps, the share the output keeps.",
 )
 
 
