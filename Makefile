@@ -5,7 +5,7 @@ VENV_523 ?= .venv-523
 PIP_QUIET ?= -q
 TORCH ?= torch==2.13.0
 
-.PHONY: setup main main-full ddtp summarise test test-fast quality benchmark browser dictionary clean model_card.md readme-tables
+.PHONY: setup main main-full data-conditions ddtp summarise test test-fast quality benchmark browser dictionary clean model_card.md readme-tables
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch first and pinned: a plain `torch` (or a dependency asking for it) pulls a multi-GB CUDA build.
@@ -32,6 +32,10 @@ main: setup dictionary
 
 main-full: setup dictionary ddtp
 	$(VENV)/bin/python -m training.main --full --output_dir outputs/main-full $(MAIN_ARGS)
+
+# main-full's data experiment alone (messages, + DDTP, + backtranslation, + tag): training/data_conditions.py.
+data-conditions: setup ddtp
+	$(VENV)/bin/python -m training.data_conditions
 
 # The DDTP English-German corpus (Debian's package descriptions): fetched with apt and built into the user's cache.
 ddtp: setup

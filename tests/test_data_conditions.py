@@ -98,3 +98,38 @@ def test_each_condition_is_scored_on_every_set_against_the_previous_one(tmp_path
     )
     table = conditions_table(scores)
     assert table.count("#### ") == 3 and "| + the <BT> tag |" in table
+
+
+def test_the_evaluation_sets_are_the_messages_and_the_ddtp_test_split_cut_alike(tmp_path):
+    from training.data_conditions import evaluation_sets
+
+    ddtp = {"test": _write(tmp_path / "test.jsonl.gz", [("Open", "Öffnen"), ("Save", "Speichern")], gz=True)}
+    messages = {"test": [{"en": "a", "de": "b"}, {"en": "c", "de": "d"}], "heldout_tools": [{"en": "e", "de": "f"}]}
+    assert evaluation_sets(messages, ddtp, None) == {
+        "test": (["a", "c"], ["b", "d"]),
+        "heldout_tools": (["e"], ["f"]),
+        "ddtp_test": (["Open", "Save"], ["Öffnen", "Speichern"]),
+    }
+    cut = evaluation_sets(messages, ddtp, 1)
+    assert cut["test"] == (["a"], ["b"]) and cut["ddtp_test"] == (["Open"], ["Öffnen"])
+
+
+def test_run_alone_without_the_corpus_says_how_to_build_it_before_anything_runs(tmp_path):
+    from training.data_conditions import main
+
+    with pytest.raises(FileNotFoundError, match=r"python -m training.data.ddtp"):
+        main(["--ddtp_dir", str(tmp_path / "none"), "--output_dir", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_set_without_placeholders_reads_n_a_in_the_table_not_nan(tmp_path):
+    from training.data_conditions import conditions_table, score_conditions
+    from training.evaluation import write_predictions
+
+    sources, references = ["Open the file", "Save it"], ["Datei öffnen", "Speichern"]
+    for condition in CONDITIONS:
+        folder = tmp_path / "ddtp_test" / condition.name
+        folder.mkdir(parents=True)
+        write_predictions(folder / "generated_predictions.txt", references)
+    table = conditions_table(score_conditions(tmp_path, {"ddtp_test": (sources, references)}, []))
+    assert "nan" not in table and "| copy the source verbatim |" in table and "| n/a |" in table

@@ -11,16 +11,33 @@ The reverse model is the same recipe trained de -> en on the `ddtp` condition's 
 tokenizer, trained on the messages and DDTP training texts, so the conditions differ by their data only. Each model
 is scored on the test split, on heldout_tools and on the DDTP test split; `score_conditions` compares each condition
 with the previous one (paired bootstrap: the difference with its 95% interval).
+
+`make main-full` runs it beside every other system; it also runs alone (the DDTP corpus built first, `make ddtp`):
+
+    python -m training.data_conditions --output_dir outputs/data-conditions
 """
 
 from __future__ import annotations
 
+import argparse
+import gzip
+import json
+import math
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from training.recipe import RECIPE_LEVERS, TrainingSettings, decode_recipe, recipe, with_levers
 
-__all__ = ["CONDITIONS", "BT_TAG", "condition_jobs", "score_conditions"]
+__all__ = [
+    "CONDITIONS",
+    "BT_TAG",
+    "condition_jobs",
+    "evaluation_sets",
+    "score_conditions",
+    "shared_tokenizer",
+]
 
 BT_TAG = "<BT>"
 REVERSE = "reverse-de-en"
@@ -114,6 +131,34 @@ def condition_jobs(
     return jobs
 
 
+def shared_tokenizer(out: Path, settings: TrainingSettings, train_texts: list[str], ddtp: dict[str, Path]) -> Path:
+    """The conditions' one tokenizer (trained on the messages' and DDTP's training texts, both languages), trained
+    into `out/tokenizers` unless an earlier run left it there."""
+    folder = out / "tokenizers" / f"unigram-{settings.vocab_size}-messages-ddtp"
+    if not (folder / "tokenizer.json").is_file():
+        from hf_pgen.tokenizer_training import train_shared_tokenizer
+        from training.backtranslate import read_monolingual
+
+        texts = list(train_texts)
+        for language in ("en", "de"):
+            texts += [t for t in read_monolingual(ddtp["train"], language) if t.strip()]
+        train_shared_tokenizer(texts, "unigram", settings.vocab_size).save_pretrained(folder)
+    return folder
+
+
+def evaluation_sets(
+    messages: dict[str, list[dict]], ddtp: dict[str, Path], max_predict_samples: int | None
+) -> dict[str, tuple[list[str], list[str]]]:
+    """`name -> (sources, references)` of the three evaluation sets: `messages` maps "test" and "heldout_tools" to
+    their pairs; the DDTP test split is read from its file; each cut to `max_predict_samples` if given."""
+    with gzip.open(ddtp["test"], "rt", encoding="utf-8") as handle:
+        pairs = {**messages, "ddtp_test": [json.loads(line)["translation"] for line in handle]}
+    return {
+        name: ([p["en"] for p in rows[:max_predict_samples]], [p["de"] for p in rows[:max_predict_samples]])
+        for name, rows in pairs.items()
+    }
+
+
 def score_conditions(out: Path, evaluations: dict[str, tuple[list[str], list[str]]], train_texts: list[str]) -> dict:
     """Each condition's scores on each evaluation set (`name -> (sources, references)`), and each condition against
     the previous one (differences with 95% intervals, paired bootstrap)."""
@@ -163,10 +208,12 @@ def conditions_table(scores: dict) -> str:
         ]
         for name, m in block["systems"].items():
             kept = "n/a" if m.get("unseen_kept") is None else f"{m['unseen_kept']:.1%}"
+            # a set without placeholders (DDTP descriptions) has no share to keep
+            placeholders = "n/a" if math.isnan(m["placeholders_kept"]) else f"{m['placeholders_kept']:.1%}"
             lines.append(
                 f"| {labels[name]} | {m['bleu']['score']:.1f} ({m['bleu']['ci'][0]:.1f}-{m['bleu']['ci'][1]:.1f}) "
                 f"| {m['chrf']['score']:.1f} ({m['chrf']['ci'][0]:.1f}-{m['chrf']['ci'][1]:.1f}) "
-                f"| {m['placeholders_kept']:.1%} | {kept} |"
+                f"| {placeholders} | {kept} |"
             )
         lines += ["", "| step | BLEU difference | chrF difference |", "|---|---:|---:|"]
         for step in block["steps"]:
@@ -178,3 +225,48 @@ def conditions_table(scores: dict) -> str:
             lines.append(f"| {labels[step['condition']]} | {cells[0]} | {cells[1]} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """The experiment alone: its jobs (two at a time per core, one torch thread each), then its tables in
+    `OUTPUT_DIR/results.md` and scores in `OUTPUT_DIR/data_conditions.json`."""
+    from hf_pgen.corpus import CORPUS_DIR, load_en_de_messages
+    from training.data.ddtp import corpus_files
+    from training.jobs import clock, run_jobs
+    from training.recipe import PGEN_SUBWORD
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", default="outputs/data-conditions")
+    parser.add_argument("--ddtp_dir", default=None, help="Where the DDTP corpus was built (default: its cache).")
+    parser.add_argument("--max_steps", type=int, default=None, help="Training steps (default: the recipe's).")
+    parser.add_argument("--max_predict_samples", type=int, default=None, help="Default: every evaluation pair.")
+    parser.add_argument("--num_beams", type=int, default=1)
+    parser.add_argument("--bt_samples", type=int, default=None, help="Backtranslate only the first N German texts.")
+    parser.add_argument("--workers", type=int, default=None, help="Runs side by side (default: 2 per core).")
+    args = parser.parse_args(argv)
+
+    ddtp = corpus_files(args.ddtp_dir)  # before anything runs: the error says how to build it
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the spawned runs
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    settings = PGEN_SUBWORD if args.max_steps is None else PGEN_SUBWORD.replace(max_steps=args.max_steps)
+    train_texts = [p[lang] for p in load_en_de_messages("train")["translation"] for lang in ("en", "de")]
+    tokenizer = shared_tokenizer(out, settings, train_texts, ddtp)
+    files = {split: CORPUS_DIR / f"{split}.jsonl.gz" for split in ("train", "test", "heldout_tools")}
+    jobs = condition_jobs(
+        out, settings, tokenizer, files, ddtp, args.max_predict_samples, args.num_beams, args.bt_samples
+    )
+    run_jobs(jobs, out, args.workers or 2 * (os.cpu_count() or 1), started)
+
+    messages = {split: load_en_de_messages(split)["translation"] for split in ("test", "heldout_tools")}
+    scores = score_conditions(out, evaluation_sets(messages, ddtp, args.max_predict_samples), train_texts)
+    (out / "data_conditions.json").write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    (out / "results.md").write_text(conditions_table(scores), encoding="utf-8")
+    print(f"{conditions_table(scores)}\nThe experiment took {clock(time.perf_counter() - started)}.", flush=True)
+    return scores
+
+
+if __name__ == "__main__":
+    main()

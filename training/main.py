@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gzip
 import json
 import os
 import platform
@@ -873,19 +872,11 @@ def main(argv: list[str] | None = None) -> dict:
     if conditions:  # the controlled data experiment (training/data_conditions.py)
         from hf_pgen.corpus import CORPUS_DIR as MESSAGES
         from training.data.ddtp import corpus_files
-        from training.data_conditions import condition_jobs
+        from training.data_conditions import condition_jobs, shared_tokenizer
 
         ddtp = corpus_files(args.ddtp_dir)  # built by `make ddtp`; the error says how
         condition_settings = PGEN_SUBWORD.replace(**overrides)
-        shared = out / "tokenizers" / f"unigram-{condition_settings.vocab_size}-messages-ddtp"
-        if not (shared / "tokenizer.json").is_file():
-            from hf_pgen.tokenizer_training import train_shared_tokenizer
-            from training.backtranslate import read_monolingual
-
-            texts = list(train_texts)
-            for language in ("en", "de"):
-                texts += [t for t in read_monolingual(ddtp["train"], language) if t.strip()]
-            train_shared_tokenizer(texts, "unigram", condition_settings.vocab_size).save_pretrained(shared)
+        shared = shared_tokenizer(out, condition_settings, train_texts, ddtp)
         messages = {split: MESSAGES / f"{split}.jsonl.gz" for split in ("train", "test", HELDOUT_SPLIT)}
         jobs += condition_jobs(
             out, condition_settings, shared, messages, ddtp, args.max_predict_samples, args.num_beams, args.bt_samples
@@ -1025,16 +1016,9 @@ def main(argv: list[str] | None = None) -> dict:
         json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
     )
     if conditions:
-        from training.data_conditions import conditions_table, score_conditions
+        from training.data_conditions import conditions_table, evaluation_sets, score_conditions
 
-        ddtp_test = [json.loads(line)["translation"] for line in gzip.open(ddtp["test"], "rt", encoding="utf-8")]
-        if args.max_predict_samples is not None:
-            ddtp_test = ddtp_test[: args.max_predict_samples]
-        evaluations = {
-            "test": (sources, references),
-            HELDOUT_SPLIT: ([p["en"] for p in heldout], [p["de"] for p in heldout]),
-            "ddtp_test": ([p["en"] for p in ddtp_test], [p["de"] for p in ddtp_test]),
-        }
+        evaluations = evaluation_sets({"test": test, HELDOUT_SPLIT: heldout}, ddtp, args.max_predict_samples)
         comparison["data_conditions"] = score_conditions(out, evaluations, train_texts)
         second_table += "\n\n### Data conditions\n\n" + conditions_table(comparison["data_conditions"])
         (out / "comparison.json").write_text(

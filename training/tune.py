@@ -131,8 +131,6 @@ def trial_args(trial: Trial, out: Path) -> list[str]:
         "--output_dir",
         str(out / trial.name),
         "--overwrite_output_dir",
-        "--disable_tqdm",
-        "true",
         "--copy_mechanism" if copy else "--no_copy_mechanism",
         *(with_levers(levers) if copy else ()),
     ]
