@@ -137,6 +137,13 @@ def _add_command(commands, name: str) -> argparse.ArgumentParser:
         help="longest output in tokens (default: as long as the model's positions allow)",
     )
     command.add_argument(
+        "--no-repeat-ngram-size",
+        type=_positive_int,
+        metavar="N",
+        help="never repeat a token n-gram of this size within an output (generate()'s no_repeat_ngram_size; 2 "
+        "suits short summaries)",
+    )
+    command.add_argument(
         "--batch-size",
         type=_positive_int,
         metavar="N",
@@ -244,6 +251,8 @@ def _generate(args: argparse.Namespace, stdout: TextIO) -> int:
         call: dict[str, Any] = {}
         if args.num_beams is not None:
             call["num_beams"] = args.num_beams
+        if args.no_repeat_ngram_size is not None:
+            call["no_repeat_ngram_size"] = args.no_repeat_ngram_size
         if args.max_new_tokens is not None:
             call["max_new_tokens"] = args.max_new_tokens
             # The saved max_length (from_base sets the decoder's positions) is for calls without a length; left in

@@ -356,6 +356,16 @@ def test_outputs_stay_on_one_line():
     assert one_line("C:\\Users %(name)s") == "C:\\Users %(name)s"  # nothing else is escaped
 
 
+def test_no_repeat_ngram_size_reaches_generate(folders, capsys):
+    copier, _ = folders
+    text = "Open the file Open the file Open the file"
+    assert main(["summarize", str(copier), text, "--max-new-tokens", "12", "--no-repeat-ngram-size", "1", "-q"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    summarize = pipeline("summarization", model=str(copier))
+    assert line == summarize([text], max_new_tokens=12, no_repeat_ngram_size=1)[0]["summary_text"]
+    assert line != summarize([text], max_new_tokens=12)[0]["summary_text"]  # the option changes the output
+
+
 def test_summarize_is_translate_through_the_summarization_pipeline(folders, tmp_path, capsys):
     """`hf-pgen summarize` takes translate's options and prints what pipeline("summarization") gives, a line per text;
     --json writes its copy records (with `summary_text`), --explain the page."""
