@@ -38,6 +38,21 @@ def test_mix_keeps_every_pair_in_order_and_counts_them(tmp_path):
         mix([tmp_path / "bad.jsonl"], tmp_path / "never.jsonl")
 
 
+def test_a_tagged_copy_differs_by_the_tag_alone(tmp_path):
+    from training.data.mix import main as mix_main
+
+    plain = _write(tmp_path / "bt.jsonl", [("Open the file", "Datei öffnen"), ("Save", "Speichern")])
+    counts = mix_main(["--output", str(tmp_path / "tag.jsonl"), "--inputs", str(plain), "--tag", BT_TAG])
+    assert counts == {str(plain): 2}
+    tagged = [json.loads(line)["translation"] for line in (tmp_path / "tag.jsonl").read_text("utf-8").splitlines()]
+    assert tagged == [{"en": "<BT> Open the file", "de": "Datei öffnen"}, {"en": "<BT> Save", "de": "Speichern"}]
+    (tmp_path / "de-only.jsonl").write_text('{"translation": {"de": "x"}}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"de-only.jsonl, line 1 has no 'en' text to tag"):
+        mix([tmp_path / "de-only.jsonl"], tmp_path / "never.jsonl", tag=BT_TAG)
+    with pytest.raises(SystemExit):
+        mix_main(["--output", str(tmp_path / "x.jsonl"), "--inputs", str(plain), "--tag", " "])
+
+
 def test_each_condition_adds_one_thing_and_waits_for_what_it_needs(tmp_path):
     messages = {s: tmp_path / f"messages-{s}.jsonl.gz" for s in ("train", "test", "heldout_tools")}
     ddtp = {s: tmp_path / f"ddtp-{s}.jsonl.gz" for s in ("train", "validation", "test")}
@@ -54,9 +69,13 @@ def test_each_condition_adds_one_thing_and_waits_for_what_it_needs(tmp_path):
     reverse = by_name[REVERSE][1]
     assert reverse[len(reverse) - 1 - reverse[::-1].index("--source_lang") + 1] == "de"
     assert by_name[REVERSE][2] == "data/mix-ddtp" and entry["data/bt"] == "training.backtranslate"
-    assert by_name["data/bt"][2] == REVERSE and by_name["data/bt-tag"][2] == REVERSE
+    assert by_name["data/bt"][2] == REVERSE and "100" in by_name["data/bt"][1]
     assert str(ddtp["train"]) in by_name["data/bt"][1] and "--tag" not in by_name["data/bt"][1]
-    assert by_name["data/bt-tag"][1][-2:] == ["--tag", BT_TAG] and "100" in by_name["data/bt"][1]
+    # the tagged sources are the untagged ones with the tag in front (one backtranslation, not two samples)
+    tagged = by_name["data/bt-tag"]
+    assert tagged[2] == "data/bt" and entry["data/bt-tag"] == "training.data.mix"
+    assert tagged[1][tagged[1].index("--inputs") + 1] == str(tmp_path / "data" / "bt.jsonl")
+    assert tagged[1][tagged[1].index("--tag") + 1] == BT_TAG
     assert by_name["data/mix-data-ddtp-bt"][2] == "data/bt" and by_name["data/mix-data-ddtp-bt-tag"][2] == "data/bt-tag"
     for condition in CONDITIONS:
         argv = by_name[condition.name][1]

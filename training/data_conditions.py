@@ -93,11 +93,13 @@ def condition_jobs(
             "data/mix-ddtp",
         ),
     ]
-    for name, tag in (("bt", None), ("bt-tag", BT_TAG)):
-        argv = ["--model_name_or_path", str(out / REVERSE), "--input", str(ddtp["train"]), "--output", str(files[name])]
-        argv += ["--source_lang", "de", "--target_lang", "en", "--sampling", "--batch_size", "64"]
-        argv += ["--max_samples", str(bt_samples)] if bt_samples is not None else []
-        jobs.append((f"data/{name}", argv + (["--tag", tag] if tag else []), REVERSE, "training.backtranslate"))
+    argv = ["--model_name_or_path", str(out / REVERSE), "--input", str(ddtp["train"]), "--output", str(files["bt"])]
+    argv += ["--source_lang", "de", "--target_lang", "en", "--sampling", "--batch_size", "64"]
+    argv += ["--max_samples", str(bt_samples)] if bt_samples is not None else []
+    jobs.append(("data/bt", argv, REVERSE, "training.backtranslate"))
+    # The tagged condition gets the very same synthetic sources with the tag in front: the tag is all that differs.
+    tagged = ["--output", str(files["bt-tag"]), "--inputs", str(files["bt"]), "--tag", BT_TAG, "--source_lang", "en"]
+    jobs.append(("data/bt-tag", tagged, "data/bt", "training.data.mix"))
     for condition in CONDITIONS:
         mixed = folder / f"train-{condition.name}.jsonl.gz"
         needs = {"bt": "data/bt", "bt-tag": "data/bt-tag"}.get(condition.parts[-1])
