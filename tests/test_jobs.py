@@ -15,3 +15,15 @@ def test_progress_reads_the_trainers_bar_not_the_checkpoint_writers(tmp_path):
         encoding="utf-8",
     )
     assert trainer_progress(log) == (1601, 5000)
+
+
+def test_progress_keeps_the_training_bar_while_an_evaluation_runs(tmp_path):
+    """Runs that evaluate during training (the sweep's convergence trials) print the evaluation's bar between
+    training steps: the progress stays the training step's."""
+    log = tmp_path / "run.log"
+    log.write_text(
+        " 8%|▊         | 4500/60000 [13:33<2:23:11,  6.42it/s]\n"
+        "***** Running Evaluation *****\n 12%|█▏        | 2/17 [00:01<00:10,  1.50it/s]",
+        encoding="utf-8",
+    )
+    assert trainer_progress(log) == (4500, 60000)

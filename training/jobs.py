@@ -49,15 +49,20 @@ _STEP = re.compile(r"(?:^|\r) *\d+%\|[^|\r\n]*\| *(\d+)/(\d+) \[[^\]]*(?:it/s|s/
 
 
 def trainer_progress(log_path: Path) -> tuple[int, int] | None:
-    """The latest `step/total` of a Trainer progress bar in a child's log."""
+    """The latest `step/total` of the Trainer's training progress bar in a child's log. Evaluations during training
+    print bars of their own (`2/17` batches) between the training bar's updates: the bar with the largest total
+    is the training one."""
     try:
         with open(log_path, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(log_path) - 4096))
+            handle.seek(max(0, os.path.getsize(log_path) - 65536))
             tail = handle.read().decode("utf-8", "replace")
     except OSError:
         return None
-    found = _STEP.findall(tail)
-    return (int(found[-1][0]), int(found[-1][1])) if found else None
+    found = [(int(step), int(total)) for step, total in _STEP.findall(tail)]
+    if not found:
+        return None
+    longest = max(total for _, total in found)
+    return [bar for bar in found if bar[1] == longest][-1]
 
 
 def run_jobs(jobs: list[tuple], out: Path, workers: int, started: float, done: dict | None = None) -> tuple[dict, dict]:
