@@ -84,6 +84,18 @@ def test_backtranslated_pairs_are_training_data(reverse_model, tmp_path):
     assert not any(json.loads(line)["translation"]["en"].startswith("<BT>") for line in beam.read_text().splitlines())
 
 
+@pytest.mark.slow
+def test_each_text_gets_its_own_translation_back_in_order(reverse_model):
+    """Texts are translated longest first in chunks (less padding); each output must still be its own text's."""
+    from transformers import pipeline
+
+    texts = [de for _, de in PAIRS[:20]]  # more than one chunk of 16 at batch size 1
+    translator = pipeline("translation", model=str(reverse_model))
+    alone = [translator(text, max_length=12)[0]["translation_text"] for text in texts]
+    assert len(set(alone)) > len(texts) // 2  # distinct enough that a mix-up would show
+    assert backtranslate.backtranslate(translator, texts, max_length=12, batch_size=1) == alone
+
+
 def test_a_plain_text_file_is_read_line_by_line(tmp_path):
     path = tmp_path / "mono.txt"
     path.write_text("Datei öffnen\n\nSpeichern\n", encoding="utf-8")

@@ -152,3 +152,19 @@ def test_a_set_without_placeholders_reads_n_a_in_the_table_not_nan(tmp_path):
         write_predictions(folder / "generated_predictions.txt", references)
     table = conditions_table(score_conditions(tmp_path, {"ddtp_test": (sources, references)}, []))
     assert "nan" not in table and "| copy the source verbatim |" in table and "| n/a |" in table
+
+
+def test_a_rerun_reuses_what_an_earlier_run_finished(tmp_path):
+    from training.data_conditions import finished_jobs
+
+    messages = {s: tmp_path / f"messages-{s}.jsonl.gz" for s in ("train", "test", "heldout_tools")}
+    ddtp = {s: tmp_path / f"ddtp-{s}.jsonl.gz" for s in ("train", "validation", "test")}
+    jobs = condition_jobs(tmp_path, UNTUNED, tmp_path / "tok", messages, ddtp, None, 1)
+    assert finished_jobs(tmp_path, jobs) == {}
+    (tmp_path / REVERSE).mkdir()
+    (tmp_path / REVERSE / "all_results.json").write_text('{"train_loss": 3.0}', encoding="utf-8")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "bt.jsonl").write_text("", encoding="utf-8")
+    assert finished_jobs(tmp_path, jobs) == {REVERSE: {"train_loss": 3.0}}  # an output without its stats: unfinished
+    (tmp_path / "data" / "bt.jsonl.stats.json").write_text('{"written": 0}', encoding="utf-8")
+    assert set(finished_jobs(tmp_path, jobs)) == {REVERSE, "data/bt"}

@@ -35,6 +35,7 @@ __all__ = [
     "BT_TAG",
     "condition_jobs",
     "evaluation_sets",
+    "finished_jobs",
     "score_conditions",
     "shared_tokenizer",
 ]
@@ -161,6 +162,23 @@ def evaluation_sets(
     }
 
 
+def finished_jobs(out: Path, jobs: list[tuple]) -> dict[str, dict]:
+    """The jobs an earlier run finished (`name -> its results`): a model or decoding whose folder holds
+    `all_results.json`, a backtranslation whose output has its `.stats.json`."""
+    done = {}
+    for name, argv, *rest in jobs:
+        entry = rest[1] if len(rest) > 1 else "training.run_translation"
+        if entry == "training.run_translation":
+            results = out / name / "all_results.json"
+        elif entry == "training.backtranslate":
+            results = Path(f"{argv[argv.index('--output') + 1]}.stats.json")
+        else:
+            continue
+        if results.is_file():
+            done[name] = json.loads(results.read_text(encoding="utf-8"))
+    return done
+
+
 def score_conditions(out: Path, evaluations: dict[str, tuple[list[str], list[str]]], train_texts: list[str]) -> dict:
     """Each condition's scores on each evaluation set (`name -> (sources, references)`), and each condition against
     the previous one (differences with 95% intervals, paired bootstrap)."""
@@ -245,6 +263,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--num_beams", type=int, default=1)
     parser.add_argument("--bt_samples", type=int, default=None, help="Backtranslate only the first N German texts.")
     parser.add_argument("--workers", type=int, default=None, help="Runs side by side (default: 2 per core).")
+    parser.add_argument(
+        "--reuse_finished",
+        action="store_true",
+        help="Keep the models, decodings and backtranslation an earlier run of the same code finished in "
+        "OUTPUT_DIR, running only the rest (the mixing, a few seconds, runs again).",
+    )
     args = parser.parse_args(argv)
 
     ddtp = corpus_files(args.ddtp_dir)  # before anything runs: the error says how to build it
@@ -260,7 +284,11 @@ def main(argv: list[str] | None = None) -> dict:
     jobs = condition_jobs(
         out, settings, tokenizer, files, ddtp, args.max_predict_samples, args.num_beams, args.bt_samples
     )
-    run_jobs(jobs, out, args.workers or 2 * (os.cpu_count() or 1), started)
+    done = finished_jobs(out, jobs) if args.reuse_finished else {}
+    if done:
+        print(f"Reusing {len(done)} finished runs: {', '.join(done)}.", flush=True)
+    pending = [job for job in jobs if job[0] not in done]
+    run_jobs(pending, out, args.workers or 2 * (os.cpu_count() or 1), started, done)
 
     messages = {split: load_en_de_messages(split)["translation"] for split in ("test", "heldout_tools")}
     scores = score_conditions(out, evaluation_sets(messages, ddtp, args.max_predict_samples), train_texts)
