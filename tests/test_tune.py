@@ -5,7 +5,8 @@ import json
 from dataclasses import asdict
 
 from training import run_translation
-from training.tune import TRIALS, final_jobs, finished, report, trial_args
+from training.terminology import FREEDICT_ENG_DEU
+from training.tune import GLOSSARY_TRAINING, TRIALS, final_jobs, finished, report, trial_args
 
 
 def test_every_trial_trains_and_scores_on_the_validation_split_only(tmp_path):
@@ -51,3 +52,19 @@ def test_the_final_check_decodes_test_and_heldout_tools_greedy_and_protected(tmp
         assert not training_args.do_train and training_args.do_predict and needs is None
         assert data_args.test_file.endswith(f"{name.split('/')[1]}.jsonl.gz")
         assert (data_args.protect == "placeholders") == name.endswith("+protect")
+
+
+def test_the_glossary_trial_trains_annotated_and_reads_the_test_terms_as_hints(tmp_path):
+    trial = next(t for t in TRIALS if t.extra == GLOSSARY_TRAINING)
+    _, copy_args, data_args, _ = run_translation.parse_args(trial_args(trial, tmp_path))
+    assert data_args.glossary_augmentation and data_args.glossary_dictionary == FREEDICT_ENG_DEU
+    terms = tmp_path / "test_terms.jsonl"
+    terms.write_text('{"file": "Datei"}\n')  # written by the main job's term-base builder when missing
+    jobs = {name: argv for name, argv, _ in final_jobs([trial.name], tmp_path)}
+    hint = f"final/test/{trial.name}+hint"
+    plain = {
+        f"final/{split}/{trial.name}{suffix}" for split in ("test", "heldout_tools") for suffix in ("", "+protect")
+    }
+    assert set(jobs) == plain | {hint}
+    _, _, data_args, _ = run_translation.parse_args(jobs[hint])
+    assert data_args.glossary == str(terms) and data_args.glossary_mode == "hint" and data_args.protect is None
