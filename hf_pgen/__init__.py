@@ -46,6 +46,7 @@ SAVED_WITH_MODEL = (
     "placeholders",
     "processing_pointer_generator",
     "protection_pointer_generator",
+    "protection_rules_pointer_generator",
     "tokenization_decode_pointer_generator",
     "tokenization_encode_pointer_generator",
 )

@@ -83,7 +83,7 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`), or begun in the 256 tokens before the last
   span and still open across it (`<b class="` + span `%s` + `">`, which reads the span as part of a tag): outside
   its spans the decoded text holds no placeholder at all, however many tokens one runs over. The heads where one may
-  have begun are few (`_live_heads`: the grammar rules most out), and the tokens that complete each are looked up
+  have begun are few (`protection_rules_pointer_generator._live_heads`: the grammar rules most out), and the tokens that complete each are looked up
   once per head text.
   With a regex, literals or `"oov"`, an example without spans is left alone entirely.
 - *Stray marks* (`protect="placeholders"`): a token (or copy) whose text holds one of "%{}<>" that the source holds
@@ -348,7 +348,7 @@ class _VocabularyIndex:
     def __init__(self, tokenizer: Any):
         self.tokenizer = tokenizer
         self.speller = _SpanSpeller(tokenizer)
-        # head text -> ids completing a placeholder begun there (filled by `_Example.inventing`, the decode side)
+        # head text -> ids completing a placeholder begun there (filled by `ExampleRules.inventing`, the decode side)
         self.inventions: dict[str, list[int]] = {}
         self._extensions: dict[int, list[int]] = {}
         self._not_after: dict[str, list[int]] = {}

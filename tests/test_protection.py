@@ -698,16 +698,16 @@ def test_tokens_that_must_not_follow_a_placeholder_are_the_grammars(tokenizer):
 def test_a_text_without_marks_never_swallows_a_placeholder(tokenizer):
     """The shortcut of the neighbour rule: after a text holding none of "%{<$#", "://", "www.", every placeholder
     reads as itself (the grammar is asked only after the others)."""
-    from hf_pgen.logits_process_pointer_generator import _SWALLOWING
     from hf_pgen.protection_pointer_generator import _VocabularyIndex
+    from hf_pgen.protection_rules_pointer_generator import SWALLOWING
 
     rng = random.Random(1)
-    pieces = [t for t in _VocabularyIndex(tokenizer).context_texts if t and not any(m in t for m in _SWALLOWING)]
+    pieces = [t for t in _VocabularyIndex(tokenizer).context_texts if t and not any(m in t for m in SWALLOWING)]
     pieces += list("()[]/:.,;!?-_=\"'\n htpfw")
     checked = 0
     for _ in range(3000):
         context = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 8)))
-        if any(mark in context for mark in _SWALLOWING):
+        if any(mark in context for mark in SWALLOWING):
             continue
         for span in PLACEHOLDERS + ["www.x.de", "{n, plural,"]:
             assert (len(context), len(context) + len(span)) in placeholder_spans(context + span), (context, span)
@@ -758,7 +758,8 @@ def test_a_row_that_goes_on_calmly_gets_what_the_full_rules_give(request, monkey
     holds no placeholder mark) decides exactly as the full rules do, step by step, through beam-like reordering,
     forks, rows never seen before, budgets that run out (spans spelled in more than one way, of different lengths)
     and EOS on top."""
-    from hf_pgen.logits_process_pointer_generator import _UNDECIDED, _Example
+    from hf_pgen.logits_process_pointer_generator import _UNDECIDED
+    from hf_pgen.protection_rules_pointer_generator import ExampleRules
 
     if vocabulary == "word":
         tokenizer = request.getfixturevalue("tokenizer")
@@ -804,7 +805,7 @@ def test_a_row_that_goes_on_calmly_gets_what_the_full_rules_give(request, monkey
         scores[::4, eos] = 10.0  # some rows want to end
         out = processors[0](input_ids, scores.clone())
         with monkeypatch.context() as patch:
-            patch.setattr(_Example, "goes_on_calmly", lambda self, token: False)
+            patch.setattr(ExampleRules, "goes_on_calmly", lambda self, token: False)
             expected = processors[1](input_ids, scores.clone())
         assert torch.equal(out, expected), step
         parents = [rows[(r // per_example) * per_example + rng.randrange(per_example)] for r in range(len(rows))]
@@ -824,8 +825,8 @@ def test_a_mark_or_a_token_that_reads_as_nothing_is_decided_by_the_full_rules(su
     starts read cleanly ("50%" + "%(count)d" is an escaped percent); right after a span, a token that reads as nothing
     keeps the span's neighbour bans (a URL's). Taking them as calm would decide such rows differently: this test
     would see it."""
-    from hf_pgen.logits_process_pointer_generator import _Example
     from hf_pgen.protection_pointer_generator import _UNCALM_RE
+    from hf_pgen.protection_rules_pointer_generator import ExampleRules
 
     tokenizer = subword_tokenizer
     processor = PointerGeneratorProcessor(tokenizer, vocab_size=len(tokenizer))
@@ -852,7 +853,7 @@ def test_a_mark_or_a_token_that_reads_as_nothing_is_decided_by_the_full_rules(su
         rng = torch.Generator().manual_seed(0)
         with monkeypatch.context() as patch:
             if patch_with:
-                patch.setattr(_Example, "goes_on_calmly", calm[patch_with])
+                patch.setattr(ExampleRules, "goes_on_calmly", calm[patch_with])
             for n in range(1, len(prefix) + 1):
                 protection(torch.tensor([prefix[:n]]), torch.randn(1, len(tokenizer), generator=rng))
             taken.clear()
