@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from training import run_translation
 from training.terminology import FREEDICT_ENG_DEU
-from training.tune import GLOSSARY_TRAINING, TRIALS, final_jobs, finished, report, trial_args
+from training.tune import GLOSSARY_TRAINING, TRIALS, final_jobs, finished, model_folder, report, trial_args
 
 
 def test_every_trial_trains_and_scores_on_the_validation_split_only(tmp_path):
@@ -43,6 +43,8 @@ def test_the_table_says_what_each_trial_changed_and_skips_what_has_not_run(tmp_p
 
 def test_the_final_check_decodes_test_and_heldout_tools_greedy_and_protected(tmp_path):
     names = [TRIALS[0].name]
+    (tmp_path / names[0]).mkdir()
+    (tmp_path / names[0] / "config.json").write_text("{}")  # a trained model
     jobs = final_jobs(names, tmp_path)
     assert [job[0] for job in jobs] == [
         f"final/{split}/{names[0]}{suffix}" for split in ("test", "heldout_tools") for suffix in ("", "+protect")
@@ -58,6 +60,8 @@ def test_the_glossary_trial_trains_annotated_and_reads_the_test_terms_as_hints(t
     trial = next(t for t in TRIALS if t.extra == GLOSSARY_TRAINING)
     _, copy_args, data_args, _ = run_translation.parse_args(trial_args(trial, tmp_path))
     assert data_args.glossary_augmentation and data_args.glossary_dictionary == FREEDICT_ENG_DEU
+    (tmp_path / trial.name).mkdir()
+    (tmp_path / trial.name / "config.json").write_text("{}")
     terms = tmp_path / "test_terms.jsonl"
     terms.write_text('{"file": "Datei"}\n')  # written by the main job's term-base builder when missing
     jobs = {name: argv for name, argv, _ in final_jobs([trial.name], tmp_path)}
@@ -68,3 +72,17 @@ def test_the_glossary_trial_trains_annotated_and_reads_the_test_terms_as_hints(t
     assert set(jobs) == plain | {hint}
     _, _, data_args, _ = run_translation.parse_args(jobs[hint])
     assert data_args.glossary == str(terms) and data_args.glossary_mode == "hint" and data_args.protect is None
+
+
+def test_a_convergence_trial_stopped_early_is_decoded_from_its_best_checkpoint(tmp_path):
+    trial = next(t for t in TRIALS if t.converge)
+    folder = tmp_path / trial.name
+    for step in (500, 1000, 1500):  # the Trainer keeps the best checkpoint and the last (save_total_limit 1)
+        (folder / f"checkpoint-{step}").mkdir(parents=True)
+        state = {"best_model_checkpoint": str(folder / "checkpoint-1000"), "global_step": step}
+        (folder / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps(state))
+    assert model_folder(trial.name, tmp_path) == folder / "checkpoint-1000"
+    model_args, _, _, _ = run_translation.parse_args(final_jobs([trial.name], tmp_path)[0][1])
+    assert model_args.model_name_or_path == str(folder / "checkpoint-1000")
+    (folder / "config.json").write_text("{}")  # once the run has finished, its own folder
+    assert model_folder(trial.name, tmp_path) == folder

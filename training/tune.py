@@ -351,6 +351,19 @@ def _decodings(name: str, split: str, out: Path) -> list[tuple[str, tuple[str, .
     return decodings
 
 
+def model_folder(name: str, out: Path) -> Path:
+    """The model a trial's final check decodes: its folder once the run has finished, else (a convergence trial
+    stopped before its validation loss was flat) the best checkpoint it saved so far, which the report names."""
+    folder = out / name
+    if (folder / "config.json").is_file():
+        return folder
+    checkpoints = sorted(folder.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name[11:]))
+    if not checkpoints:
+        raise SystemExit(f"{name} has neither a trained model nor a checkpoint in {folder}: run it first (--only).")
+    best = json.loads(checkpoints[-1].read_text(encoding="utf-8")).get("best_model_checkpoint")
+    return Path(best) if best else checkpoints[-1].parent
+
+
 def final_jobs(names: list[str], out: Path) -> list[tuple]:
     """Decode each chosen trial's model on the test split and on heldout_tools (`_decodings`) into
     `<out>/final/<split>/<name><suffix>`."""
@@ -363,7 +376,7 @@ def final_jobs(names: list[str], out: Path) -> list[tuple]:
         for split in ("test", "heldout_tools"):
             for suffix, guard in _decodings(name, split, out):
                 folder = out / "final" / split / (name + suffix)
-                argv = decode_recipe(out / name, copy, None, 1, guard) + ["--output_dir", str(folder)]
+                argv = decode_recipe(model_folder(name, out), copy, None, 1, guard) + ["--output_dir", str(folder)]
                 jobs.append(
                     (
                         f"final/{split}/{name}{suffix}",
@@ -385,6 +398,10 @@ def final_report(names: list[str], out: Path) -> str:
     train = load_en_de_messages("train")["translation"]
     train_texts = [p["en"] for p in train] + [p["de"] for p in train]
     labels = {t.name: f"{SYSTEM_LABELS[t.system]} ({t.name})" for t in TRIALS}
+    for name in names:
+        model = model_folder(name, out)
+        if model.name.startswith("checkpoint-"):
+            labels[name] += f", stopped before its loss was flat: the best checkpoint, {int(model.name[11:]):,} updates"
     parts = []
     for split in ("test", "heldout_tools"):
         pairs = load_en_de_messages(split)["translation"]
