@@ -27,8 +27,8 @@ from transformers.modeling_outputs import BaseModelOutput
 from .input_checks_pointer_generator import check_source_ids
 from .logits_process_pointer_generator import (
     ProtectedSpansLogitsProcessor,
-    _protection_processors,
-    _warn_missing_spans,
+    protection_processors,
+    warn_missing_spans,
 )
 from .mixture_pointer_generator import COPY_MASS_FLOOR, count_oov_slots, pad_with_impossible_slots
 from .modeling_outputs_pointer_generator import PointerGeneratorGenerateBeamOutput, PointerGeneratorGenerateOutput
@@ -160,7 +160,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
                 kwargs["min_oov_slots"] = max(
                     kwargs.get("min_oov_slots") or 0, _slots_spelled(protected_spans, self.config.vocab_size)
                 )
-            kwargs["logits_processor"] = _protection_processors(
+            kwargs["logits_processor"] = protection_processors(
                 protected_spans,
                 self.generation_config,
                 kwargs,
@@ -189,7 +189,7 @@ class PointerGeneratorGenerationMixin(GenerationMixin):
             kwargs["logits_processor"] = limited
         outputs = super().generate(inputs, *args, **kwargs)
         if protected_spans:
-            _warn_missing_spans(kwargs["logits_processor"], outputs)  # spans the length limit cut, by name
+            warn_missing_spans(kwargs["logits_processor"], outputs)  # spans the length limit cut, by name
         if output_copy_info:
             outputs = self._with_copy_info(outputs, source_ids, kwargs)
         return outputs

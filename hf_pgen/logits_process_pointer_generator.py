@@ -597,7 +597,7 @@ def _filled(scores: torch.Tensor, fill: float, ids: list[int], value: float | No
     return row
 
 
-def _protection_processors(
+def protection_processors(
     protected_spans: Sequence[dict[str, Any]] | None,
     generation_config: Any,
     kwargs: dict[str, Any],
@@ -637,7 +637,7 @@ def _protection_processors(
     return processors
 
 
-def _warn_missing_spans(processors: Any, sequences: Any) -> None:
+def warn_missing_spans(processors: Any, sequences: Any) -> None:
     """Run the after-generation check of the `ProtectedSpansLogitsProcessor` among `processors`, if any."""
     for processor in processors or ():
         if isinstance(processor, ProtectedSpansLogitsProcessor):

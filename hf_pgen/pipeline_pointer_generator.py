@@ -53,12 +53,12 @@ from transformers.utils import logging
 
 from .configuration_pointer_generator import is_pointer_generator, max_source_positions, max_target_positions
 from .glossary import apply_glossaries, glossaries_for, term_base_summary, unapplied_entries, unapplied_message
-from .logits_process_pointer_generator import _protection_processors, _warn_missing_spans
+from .logits_process_pointer_generator import protection_processors, warn_missing_spans
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import (
     PROTECTED_SPANS_KEY,
-    _check_protect,
-    _warn_missing_literals,
+    check_protect,
+    warn_missing_literals,
 )
 from .tokenization_encode_pointer_generator import continues_previous, tokenizer_width
 
@@ -217,7 +217,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             preprocess["return_copy_info"] = postprocess["return_copy_info"] = True
             generate_kwargs["output_copy_info"] = True
         if protect is not None:
-            _check_protect(protect)  # a bad pattern fails before any work
+            check_protect(protect)  # a bad pattern fails before any work
             if protect == "oov" and not self._copies:
                 raise ValueError(
                     'protect="oov" needs a copying model (a pointer-generator): out-of-vocabulary words can only come '
@@ -280,7 +280,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         """
         per_input = isinstance(kwargs.get("glossary"), (list, tuple))
         if isinstance(inputs, str):
-            _warn_missing_literals([inputs], kwargs.get("protect"), stacklevel=3)
+            warn_missing_literals([inputs], kwargs.get("protect"), stacklevel=3)
             if per_input:  # one input: a list of one term base
                 [glossary] = self._per_input_glossaries([inputs], kwargs)
                 kwargs = {**kwargs, "glossary": glossary}
@@ -293,7 +293,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
                 _check_text(text, index)
             if not texts:
                 return []
-            _warn_missing_literals(texts, kwargs.get("protect"), stacklevel=3)
+            warn_missing_literals(texts, kwargs.get("protect"), stacklevel=3)
             if per_input:  # each text carries its own term base through the pipeline's batching
                 glossaries = self._per_input_glossaries(texts, kwargs)
                 texts = [_TextWithGlossary(text, glossary) for text, glossary in zip(texts, glossaries)]
@@ -415,7 +415,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
             if self._copies:
                 inputs[PROTECTED_SPANS_KEY] = protected  # the model installs the logits processor
             else:  # a plain base: the same processor, with the span's own (in-vocabulary) tokens only
-                generate_kwargs["logits_processor"] = _protection_processors(
+                generate_kwargs["logits_processor"] = protection_processors(
                     protected,
                     self.model.generation_config,
                     generate_kwargs,
@@ -425,7 +425,7 @@ class PointerGeneratorText2TextPipeline(Pipeline):
         output = self.model.generate(**inputs, **generate_kwargs)  # (B * num_return_sequences, L)
         output_ids = output.sequences if generate_kwargs.get("output_copy_info") else output
         if protected is not None and not self._copies:
-            _warn_missing_spans(generate_kwargs["logits_processor"], output_ids)
+            warn_missing_spans(generate_kwargs["logits_processor"], output_ids)
         batch_size = input_ids.shape[0]
         per_source = output_ids.shape[0] // batch_size
         outputs = {

@@ -170,6 +170,6 @@ def placeholder_spans(text: str) -> list[tuple[int, int]]:
 
 # The names protection_pointer_generator and logits_process_pointer_generator (and their tests) import, until they
 # switch to the plain ones.
-_PERCENT_PREFIX = PERCENT_PREFIX
-_placeholder_end_at_start = placeholder_end_at_start
+PERCENT_PREFIX = PERCENT_PREFIX
+placeholder_end_at_start = placeholder_end_at_start
 _MARKS = PLACEHOLDER_STARTS

@@ -36,7 +36,7 @@ from .glossary import (
     unapplied_entries,
     unapplied_message,
 )
-from .protection_pointer_generator import _add_protected_spans, _VocabularyIndex
+from .protection_pointer_generator import VocabularyIndex, add_protected_spans
 from .tokenization_decode_pointer_generator import batch_decode_with_oovs, decode_with_oovs
 from .tokenization_encode_pointer_generator import check_tokenizer, check_vocab_size, encode_with_oovs
 
@@ -96,10 +96,10 @@ class PointerGeneratorProcessor:
         self.copies = copies
 
     @functools.cached_property
-    def _vocabulary_index(self) -> _VocabularyIndex:
+    def _vocabulary_index(self) -> VocabularyIndex:
         """What protected spans and glossary terms read from the tokenizer's vocabulary: built on first use, then
         shared by every batch this processor encodes."""
-        return _VocabularyIndex(self.tokenizer)
+        return VocabularyIndex(self.tokenizer)
 
     # ---------------------------------------------------------------------------------------------- construction
     @classmethod
@@ -216,7 +216,7 @@ class PointerGeneratorProcessor:
         )
         if protect is None and terms is None:
             return batch
-        return _add_protected_spans(
+        return add_protected_spans(
             batch, text, protect, self._vocabulary_index, self.vocab_size, keep_offsets, skip, terms, self.copies
         )
 

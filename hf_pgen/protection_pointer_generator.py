@@ -13,7 +13,7 @@ Two halves:
 - Encode side (`_protected_spans_for_batch`, called by `PointerGeneratorProcessor(..., protect=...)`): finds the spans
   (`find_protected_spans`) and writes, per example, each distinct span's text, how often the source holds it, and the
   token sequences that spell it (the batch key `protected_spans`, read by `generate()`). What the rules read from the
-  vocabulary (each token's text, the tokens that could complete a placeholder, ...) is one `_VocabularyIndex` per
+  vocabulary (each token's text, the tokens that could complete a placeholder, ...) is one `VocabularyIndex` per
   tokenizer, which every example's entry references.
 - Decode side (`ProtectedSpansLogitsProcessor`, `logits_process_pointer_generator.py`): a `LogitsProcessor` that
   keys every hypothesis' state by its own `input_ids`: a row carries on its parent's (the same ids without the last
@@ -126,7 +126,7 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from .placeholders import _placeholder_end_at_start, placeholder_spans
+from .placeholders import placeholder_end_at_start, placeholder_spans
 from .tokenization_decode_pointer_generator import copy_starts_word, decode_with_oovs, decoder_layout
 from .tokenization_encode_pointer_generator import encode_with_oovs
 
@@ -141,7 +141,7 @@ _NAMED_MODES = ("placeholders", "oov")
 
 
 # ------------------------------------------------------------------------------------------------------ spans
-def _check_protect(protect: Any) -> Any:
+def check_protect(protect: Any) -> Any:
     """Validate `protect` once per call; returns the mode name, a compiled pattern, or a tuple of literals."""
     if isinstance(protect, str) and protect in _NAMED_MODES:
         return protect
@@ -200,7 +200,7 @@ def find_protected_spans(text: str, protect: Any) -> list[tuple[int, int]]:
     [(7, 15), (21, 29)]
     ```
     """
-    mode = _check_protect(protect)
+    mode = check_protect(protect)
     if mode == "oov":
         raise ValueError(
             'protect="oov" works on tokens, not characters: use the processor (processor(texts, protect="oov")).'
@@ -340,7 +340,7 @@ def _decode_each(tokenizer: Any, sequences: list[list[int]]) -> list[str]:
     return tokenizer.batch_decode(sequences, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
-class _VocabularyIndex:
+class VocabularyIndex:
     """What the rules read from a tokenizer's vocabulary, built once per tokenizer (a processor keeps one) and shared
     by every example of every batch it encodes: each example's `protected_spans` entry holds one reference to it
     (`"vocabulary"`). Every table is computed on first use."""
@@ -468,7 +468,7 @@ class _VocabularyIndex:
         """Ids whose text is not empty and holds none of the marks that may begin a placeholder or swallow one
         placed after it ("%{<$#", "://", "www."): a row that goes on with one of them keeps its last step's rules
         (see `ProtectedSpansLogitsProcessor._carry_on`)."""
-        return frozenset(i for i, text in enumerate(self.context_texts) if text and not _UNCALM_RE.search(text))
+        return frozenset(i for i, text in enumerate(self.context_texts) if text and not UNCALM_RE.search(text))
 
     @functools.cached_property
     def _mark_ids(self) -> dict[str, list[int]]:
@@ -499,18 +499,18 @@ def _changes(span_text: str, text: str) -> bool:
 
     Only the second needs trying: the grammar has no anchors or lookbehinds, so a match at the start that ends
     within `span_text + text` with "x" after it ends there without the "x" too."""
-    return _placeholder_end_at_start(span_text + text + "x") != len(span_text)
+    return placeholder_end_at_start(span_text + text + "x") != len(span_text)
 
 
 # A placeholder that begins in a text and runs on into a span placed after it begins with one of "%{<$#", or is a URL
 # whose "://" or "www." is in that text: a token without any of these characters adds nothing that could (calm_ids).
-_UNCALM_RE = re.compile(r"[%{<$#:/.]")
+UNCALM_RE = re.compile(r"[%{<$#:/.]")
 
 _STRAY_MARKS = "%{}<>"  # what a format call or markup reads as the start or end of a placeholder
 
 
 def _protected_spans_for_batch(
-    vocabulary: _VocabularyIndex,
+    vocabulary: VocabularyIndex,
     texts: Sequence[str],
     encoding: Any,
     protect: Any,
@@ -521,7 +521,7 @@ def _protected_spans_for_batch(
 ) -> list[dict[str, Any]]:
     """Per example, `{"spans": [{"text", "count", "sequences"}], "forbidden_ids": [...]}` for `generate()`; with
     `protect="placeholders"` also the example's `stray_ids`, `oov_words` and `vocab_size`, and `vocabulary`, the
-    tokenizer's `_VocabularyIndex` (one object, shared by every example).
+    tokenizer's `VocabularyIndex` (one object, shared by every example).
 
     `encoding` is `encode_with_oovs`' output for `texts` with `offset_mapping` (lists or tensors, batched). Spans are
     searched from character `skip` of each text on: a task prefix before it is read by the model, never protected.
@@ -534,9 +534,9 @@ def _protected_spans_for_batch(
     not searched in the `added` ranges (the annotation, not the user's text) and may not overlap a `sources` range
     (the source term a target replaces). With `copies` (the model has a copy head), a target with pieces the
     vocabulary lacks, and that the source does not hold, is spelled with new slots for them; the entry lists them
-    under `_EXTRA_SLOTS_KEY` (see `_add_protected_spans`).
+    under `_EXTRA_SLOTS_KEY` (see `add_protected_spans`).
     """
-    mode = _check_protect(protect) if protect is not None else None
+    mode = check_protect(protect) if protect is not None else None
     speller = vocabulary.speller
     can_copy = copies
     forbidden: list[int] = []
@@ -706,7 +706,7 @@ def _protected_spans_for_batch(
             result["stray_ids"] = stray
         results.append(result)
     if isinstance(mode, tuple):
-        _warn_missing_literals(texts, mode, stacklevel=5, skip=skip)
+        warn_missing_literals(texts, mode, stacklevel=5, skip=skip)
     return results
 
 
@@ -763,7 +763,7 @@ def _check_no_conflict(text: str, found: list[tuple[int, int]], sources: Sequenc
                 )
 
 
-def _warn_missing_literals(texts: Sequence[str], protect: Any, stacklevel: int = 2, skip: int = 0) -> None:
+def warn_missing_literals(texts: Sequence[str], protect: Any, stacklevel: int = 2, skip: int = 0) -> None:
     """Warn once when literals of `protect` (a list of them; anything else is left alone) occur in none of `texts`
     (each searched from character `skip` on)."""
     if not isinstance(protect, (list, tuple, set, frozenset)):
@@ -778,11 +778,11 @@ def _warn_missing_literals(texts: Sequence[str], protect: Any, stacklevel: int =
         )
 
 
-def _add_protected_spans(
+def add_protected_spans(
     batch: Any,
     text: str | Sequence[str],
     protect: Any,
-    vocabulary: _VocabularyIndex,
+    vocabulary: VocabularyIndex,
     vocab_size: int,
     keep_offsets: bool,
     skip: int = 0,

@@ -22,8 +22,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .placeholders import _PERCENT_PREFIX, placeholder_spans
-from .protection_pointer_generator import _UNCALM_RE
+from .placeholders import PERCENT_PREFIX, placeholder_spans
+from .protection_pointer_generator import UNCALM_RE
 
 __all__: list[str] = []  # used by logits_process_pointer_generator; nothing here is public API
 
@@ -198,7 +198,7 @@ class ExampleRules:
         # term): what reading "as itself" after other text means for it (see reads_cleanly).
         self.placeholder = [placeholder_spans(text) == [(0, len(text))] for text in self.texts]
         self._clean: list[dict[str, bool]] = [{} for _ in self.texts]  # per span: text before -> starts cleanly
-        # The tokenizer's _VocabularyIndex (protection_pointer_generator), with which the rules read the output's text:
+        # The tokenizer's VocabularyIndex (protection_pointer_generator), with which the rules read the output's text:
         # for protect="placeholders" (its rules apply even without spans: no placeholder the source lacks may come
         # out) and for glossary terms (a term reads as a word).
         vocabulary = entry.get("vocabulary")
@@ -229,7 +229,7 @@ class ExampleRules:
         self.components: list[frozenset[int]] = [forbidden]
         for j in range(len(self.texts)):
             self.components += [extensions[j], not_after[j]]
-        # The last component: stray marks (see _VocabularyIndex.stray_ids), except the first tokens of spans, which
+        # The last component: stray marks (see VocabularyIndex.stray_ids), except the first tokens of spans, which
         # may start one; an exhausted span's first tokens with such marks are banned one by one (see stray_starts).
         stray = frozenset(entry.get("stray_ids", ()))
         firsts = {v[0] for vs in self.variants for v in vs}
@@ -258,7 +258,7 @@ class ExampleRules:
             heads += self._heads_across(g, since, last_span, tail)
         banned: list[int] = []
         for head, kind in heads:
-            if kind == "glued" and head[0] == "%" and not _PERCENT_PREFIX.fullmatch(head):
+            if kind == "glued" and head[0] == "%" and not PERCENT_PREFIX.fullmatch(head):
                 # No placeholder begun at this "%" runs on past the head ("%s</h1>.h"); one begun further in has a head
                 # of its own. Most "%" heads are such: this spares trying every glued token on each.
                 continue
@@ -573,7 +573,7 @@ class ExampleRules:
         if token < self.vocab_size:
             return self.calm is not None and token in self.calm
         text = self._copy_text(token)
-        return bool(text) and not _UNCALM_RE.search(text)
+        return bool(text) and not UNCALM_RE.search(text)
 
     def reads_as_nothing(self, tokens: list[int]) -> bool:
         """Whether `tokens` read as nothing (special tokens), looking no further than the first one that does not."""

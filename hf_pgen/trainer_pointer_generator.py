@@ -39,9 +39,9 @@ from transformers.trainer_utils import EvalLoopOutput, EvalPrediction, has_lengt
 from transformers.utils import logging
 
 from .configuration_pointer_generator import is_pointer_generator
-from .logits_process_pointer_generator import _protection_processors
+from .logits_process_pointer_generator import protection_processors
 from .processing_pointer_generator import PointerGeneratorProcessor
-from .protection_pointer_generator import PROTECTED_SPANS_KEY, _check_protect
+from .protection_pointer_generator import PROTECTED_SPANS_KEY, check_protect
 from .tokenization_decode_pointer_generator import batch_decode_with_oovs
 
 logger = logging.get_logger(__name__)
@@ -179,7 +179,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         self.oov_spacing_column = oov_spacing_column
         self.example_columns = tuple(example_columns)
         if protect is not None:
-            _check_protect(protect)  # a bad pattern fails before any training
+            check_protect(protect)  # a bad pattern fails before any training
             if protect == "oov" and not is_pointer_generator(self.model):
                 raise ValueError('protect="oov" needs a copying model: out-of-vocabulary words can only be copied.')
         self.protect = protect
@@ -429,7 +429,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                     self._extra_oov[index] = (batch["oov_words"][row][known:], batch["oov_spacing"][row][known:])
             return {PROTECTED_SPANS_KEY: spans}  # the model installs the logits processor
         return {
-            "logits_processor": _protection_processors(
+            "logits_processor": protection_processors(
                 spans,
                 model.generation_config,
                 gen_kwargs,

@@ -669,14 +669,14 @@ def test_the_grammar_scan_finds_what_the_plain_pattern_finds():
         if not any(mark in text for mark in grammar._MARKS):
             assert plain == [] and grammar._ICU_COMPLEX_HEAD.search(text) is None, text
         first = next((end for start, end in grammar.placeholder_spans(text) if start == 0), None)
-        assert grammar._placeholder_end_at_start(text) == first, text
+        assert grammar.placeholder_end_at_start(text) == first, text
 
 
 def test_tokens_that_must_not_follow_a_placeholder_are_the_grammars(tokenizer):
     """One check (with "x" after the token) finds what the two checks of the rule find, for every token."""
-    from hf_pgen.protection_pointer_generator import _changes, _VocabularyIndex
+    from hf_pgen.protection_pointer_generator import VocabularyIndex, _changes
 
-    vocabulary = _VocabularyIndex(tokenizer)
+    vocabulary = VocabularyIndex(tokenizer)
     texts = vocabulary.context_texts
     for span in PLACEHOLDERS + ["%1$s", "www.x.de", "{n, plural,", "%(count)5.2f"]:
         n = len(span)
@@ -698,11 +698,11 @@ def test_tokens_that_must_not_follow_a_placeholder_are_the_grammars(tokenizer):
 def test_a_text_without_marks_never_swallows_a_placeholder(tokenizer):
     """The shortcut of the neighbour rule: after a text holding none of "%{<$#", "://", "www.", every placeholder
     reads as itself (the grammar is asked only after the others)."""
-    from hf_pgen.protection_pointer_generator import _VocabularyIndex
+    from hf_pgen.protection_pointer_generator import VocabularyIndex
     from hf_pgen.protection_rules_pointer_generator import SWALLOWING
 
     rng = random.Random(1)
-    pieces = [t for t in _VocabularyIndex(tokenizer).context_texts if t and not any(m in t for m in SWALLOWING)]
+    pieces = [t for t in VocabularyIndex(tokenizer).context_texts if t and not any(m in t for m in SWALLOWING)]
     pieces += list("()[]/:.,;!?-_=\"'\n htpfw")
     checked = 0
     for _ in range(3000):
@@ -825,7 +825,7 @@ def test_a_mark_or_a_token_that_reads_as_nothing_is_decided_by_the_full_rules(su
     starts read cleanly ("50%" + "%(count)d" is an escaped percent); right after a span, a token that reads as nothing
     keeps the span's neighbour bans (a URL's). Taking them as calm would decide such rows differently: this test
     would see it."""
-    from hf_pgen.protection_pointer_generator import _UNCALM_RE
+    from hf_pgen.protection_pointer_generator import UNCALM_RE
     from hf_pgen.protection_rules_pointer_generator import ExampleRules
 
     tokenizer = subword_tokenizer
@@ -840,7 +840,7 @@ def test_a_mark_or_a_token_that_reads_as_nothing_is_decided_by_the_full_rules(su
     marks = [
         i
         for i in range(len(tokenizer))
-        if i not in tokenizer.all_special_ids and i not in own and _UNCALM_RE.search(tokenizer.decode([i]))
+        if i not in tokenizer.all_special_ids and i not in own and UNCALM_RE.search(tokenizer.decode([i]))
     ] + [t for t in tokenizer.all_special_ids if t != eos]
     calm = {"careless": lambda self, token: token not in self.own_tokens, "never": lambda self, token: False}
 
@@ -914,9 +914,9 @@ def test_every_example_references_the_processors_one_vocabulary_index(tokenizer)
 def test_a_lone_space_token_keeps_a_span_apart_when_the_budget_is_tight(tokenizer):
     """ "▁" decodes to nothing alone (a decoder drops a leading space) but reads as a space after a word: the token the
     budget rule puts before a span that would otherwise be swallowed ("$" + "{name}" reads as "${name}")."""
-    from hf_pgen.protection_pointer_generator import _VocabularyIndex
+    from hf_pgen.protection_pointer_generator import VocabularyIndex
 
-    vocabulary = _VocabularyIndex(tokenizer)
+    vocabulary = VocabularyIndex(tokenizer)
     space = tokenizer.convert_tokens_to_ids("▁")
     assert vocabulary.vocabulary_texts[space] == "" and vocabulary.context_texts[space] == " "
     assert vocabulary.separator == space

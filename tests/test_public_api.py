@@ -40,3 +40,19 @@ def test_every_public_name_documents_its_arguments_and_what_it_raises(name):
         if missing - NOT_YET.get(name, set())
         else f"hf_pgen.{name} now has {sorted(NOT_YET[name] - missing)}: delete it from NOT_YET"
     )
+
+
+def test_a_name_another_module_imports_has_no_underscore():
+    """Inside hf_pgen an underscore means "this file only": a name that a sibling imports is package-internal API, and
+    reads as such (it stays out of `__all__`), so that a newcomer knows which names other files depend on."""
+    from pathlib import Path
+
+    crossing = []
+    for path in sorted(Path(hf_pgen.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                names = [
+                    alias.name for alias in node.names if alias.name.startswith("_") and not alias.name.endswith("__")
+                ]
+                crossing += [f"{path.name}: {name}" for name in names]
+    assert crossing == [], crossing
