@@ -357,7 +357,9 @@ def model_folder(name: str, out: Path) -> Path:
     folder = out / name
     if (folder / "config.json").is_file():
         return folder
-    checkpoints = sorted(folder.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name[11:]))
+    checkpoints = sorted(
+        folder.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.removeprefix("checkpoint-"))
+    )
     if not checkpoints:
         raise SystemExit(f"{name} has neither a trained model nor a checkpoint in {folder}: run it first (--only).")
     best = json.loads(checkpoints[-1].read_text(encoding="utf-8")).get("best_model_checkpoint")
@@ -401,7 +403,8 @@ def final_report(names: list[str], out: Path) -> str:
     for name in names:
         model = model_folder(name, out)
         if model.name.startswith("checkpoint-"):
-            labels[name] += f", stopped before its loss was flat: the best checkpoint, {int(model.name[11:]):,} updates"
+            updates = int(model.name.removeprefix("checkpoint-"))
+            labels[name] += f", stopped before its loss was flat: the best checkpoint, {updates:,} updates"
     parts = []
     for split in ("test", "heldout_tools"):
         pairs = load_en_de_messages(split)["translation"]
