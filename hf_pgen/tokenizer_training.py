@@ -10,6 +10,7 @@ Used by `training/run_translation.py --train_tokenizer`, the main job, the tests
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
@@ -112,6 +113,8 @@ def train_shared_tokenizer(
         trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials)
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    if tokenizer_type == "unigram":
+        tokenizer = _canonical_unigram(tokenizer, len(specials))
     if not placeholders_in_vocabulary:
         if tokenizer_type != "wordlevel":
             raise ValueError(
@@ -137,6 +140,46 @@ def train_shared_tokenizer(
         clean_up_tokenization_spaces=False,
         **kwargs,
     )
+
+
+# Decimals a unigram piece's log probability keeps: the trainer's own scores differ by about 1e-11 from process to
+# process (floating-point sums in another order), far below what changes a segmentation.
+_SCORE_DECIMALS = 6
+# The step between the scores the Unigram trainer gives the characters it must keep but did not choose (each one
+# this much below the one before, starting at the lowest score of the pieces it chose).
+_REQUIRED_STEP = 1e-4
+
+
+def _canonical_unigram(tokenizer, n_specials: int):
+    """`tokenizer` (a trained Unigram) with its pieces in one order and its scores rounded, so that the same texts
+    give the same tokenizer in every process. tokenizers' Unigram trainer chooses the same pieces each time, but
+    orders pieces of equal score, and so numbers them, differently from process to process; it gives the characters
+    it must keep but did not choose their scores in a hash set's order (Q one time -11.88192 and J -11.88202, the
+    next time the other way round); and its scores differ in the last digits. A model trained on such a tokenizer
+    starts from another embedding of each id, and its numbers moved from run to run. Here the special tokens keep
+    their ids; the other pieces follow by score, highest first, then by text; and the kept characters (the last run
+    of single characters whose scores step down by `_REQUIRED_STEP` or not at all) take their scores in the order of
+    their text."""
+    from tokenizers import Tokenizer
+
+    state = json.loads(tokenizer.to_str())
+    vocab = state["model"]["vocab"]
+    pieces = sorted(
+        ((piece, round(score, _SCORE_DECIMALS)) for piece, score in vocab[n_specials:]),
+        key=lambda entry: (-entry[1], entry[0]),
+    )
+    start = len(pieces) - 1  # where the kept characters begin
+    while (
+        start > 0
+        and len(pieces[start][0]) == len(pieces[start - 1][0]) == 1
+        and min(abs(pieces[start - 1][1] - pieces[start][1] - step) for step in (0, _REQUIRED_STEP))
+        < 2 * 10**-_SCORE_DECIMALS
+    ):
+        start -= 1
+    kept = pieces[start:]
+    pieces[start:] = zip(sorted(piece for piece, _ in kept), (score for _, score in kept))
+    state["model"]["vocab"] = vocab[:n_specials] + [list(entry) for entry in pieces]
+    return Tokenizer.from_str(json.dumps(state))
 
 
 def _without_placeholders(tokenizer, texts: list[str], vocab_size: int, min_frequency: int):

@@ -1,7 +1,12 @@
 """hf_pgen/tokenizer_training.py: the one tokenizer builder (script, main job, tests, quick start)."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from testing_utils import corpus_texts
+from transformers import AutoTokenizer
 
 from hf_pgen.corpus import SPLITS, load_en_de_messages
 from hf_pgen.placeholders import extract_placeholders
@@ -104,3 +109,26 @@ def test_a_word_level_vocabulary_can_leave_every_placeholder_to_copying(texts):
     assert (with_them[2], with_them[6], without[2], without[6]) == ("%s", "{}", "<unk>", "<unk>")
     with pytest.raises(ValueError, match="word-level"):
         train_shared_tokenizer(texts, "unigram", vocab_size=2000, placeholders_in_vocabulary=False)
+
+
+@pytest.mark.slow
+def test_a_unigram_vocabulary_is_the_same_in_every_process(tmp_path):
+    """tokenizers' Unigram trainer orders pieces of equal score (and so numbers them) differently in each process, so a
+    model trained on "the same" tokenizer started from other embeddings and the main job's subword numbers moved from
+    run to run. Two processes training on the same texts must now write the same file, and it must still encode."""
+    script = (
+        "import sys\n"
+        "from hf_pgen.corpus import load_en_de_messages\n"
+        "from hf_pgen.tokenizer_training import train_shared_tokenizer\n"
+        "pairs = load_en_de_messages('train')['translation'][:3000]\n"
+        "texts = [p['en'] for p in pairs] + [p['de'] for p in pairs]\n"
+        "train_shared_tokenizer(texts, 'unigram', vocab_size=2000).save_pretrained(sys.argv[1])\n"
+    )
+    folders = [tmp_path / str(k) for k in range(2)]
+    for folder in folders:
+        subprocess.run([sys.executable, "-c", script, str(folder)], check=True, cwd=Path(__file__).parents[1])
+    first, second = ((folder / "tokenizer.json").read_bytes() for folder in folders)
+    assert first == second
+    tokenizer = AutoTokenizer.from_pretrained(folders[0])
+    text = "Delete %(count)d files from {folder}?"
+    assert tokenizer.decode(tokenizer(text)["input_ids"], skip_special_tokens=True) == text
