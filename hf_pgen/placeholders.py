@@ -166,10 +166,3 @@ def placeholder_spans(text: str) -> list[tuple[int, int]]:
     """Character spans `(start, end)` of `extract_placeholders`' placeholders in `text`, same order; the
     text there is the source's own (not whitespace-normalised). They never overlap."""
     return [(start, end) for start, end, _ in _placeholders(text)]
-
-
-# The names protection_pointer_generator and logits_process_pointer_generator (and their tests) import, until they
-# switch to the plain ones.
-PERCENT_PREFIX = PERCENT_PREFIX
-placeholder_end_at_start = placeholder_end_at_start
-_MARKS = PLACEHOLDER_STARTS
