@@ -25,7 +25,8 @@ from typing import Any
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from .protection_rules_pointer_generator import SWALLOWING_RE, ExampleRules
+from .protection_pointer_generator import SWALLOWING_RE
+from .protection_rules_pointer_generator import ExampleRules
 
 __all__ = ["ProtectedSpansLogitsProcessor"]
 

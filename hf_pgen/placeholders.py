@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PLACEHOLDER_PATTERN", "PLACEHOLDER_STARTS", "extract_placeholders", "placeholder_spans"]
+__all__ = ["PLACEHOLDER_PATTERN", "PLACEHOLDER_STARTS", "extract_placeholders", "placeholder_spans"]  # (and the
+# grammar facts PLACEHOLDER_MARKS, URL_PREFIXES, PERCENT_PREFIX, placeholder_end_at_start for protection)
 
 _ICU_SIMPLE_TYPES = r"(?:number|integer|date|time|datetime|spellout|ordinal|duration)"
 _ICU_COMPLEX_TYPES = r"(?:plural|selectordinal|select|choice)"
@@ -67,7 +68,9 @@ _ICU_COMPLEX_HEAD = re.compile(r"\{\s*([A-Za-z_0-9][\w.]*)\s*,\s*(" + _ICU_COMPL
 # What every placeholder of the grammar (and ICU head) begins with: one of "%{<$#", or a URL's scheme or "www.". The
 # first characters of PLACEHOLDER_PATTERN's alternatives, written out once (tests/test_metrics.py derives them from
 # the pattern itself); protected decoding and the training augmentation read where a placeholder may begin from it.
-PLACEHOLDER_STARTS = ("%", "{", "<", "$", "#", "https://", "http://", "ftp://", "www.")
+PLACEHOLDER_MARKS = ("%", "{", "<", "$", "#")
+URL_PREFIXES = ("https://", "http://", "ftp://", "www.")
+PLACEHOLDER_STARTS = (*PLACEHOLDER_MARKS, *URL_PREFIXES)
 # The same pattern behind a lookahead for those starts finds the same matches, but the regex engine skips the other
 # positions at once instead of trying every alternative there (protected decoding scans a vocabulary with it). A
 # text that holds none of the starts holds no placeholder at all.

@@ -126,7 +126,7 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from .placeholders import placeholder_end_at_start, placeholder_spans
+from .placeholders import PLACEHOLDER_MARKS, placeholder_end_at_start, placeholder_spans
 from .tokenization_decode_pointer_generator import copy_starts_word, decode_with_oovs, decoder_layout
 from .tokenization_encode_pointer_generator import encode_with_oovs
 
@@ -503,8 +503,13 @@ def _changes(span_text: str, text: str) -> bool:
 
 
 # A placeholder that begins in a text and runs on into a span placed after it begins with one of "%{<$#", or is a URL
-# whose "://" or "www." is in that text: a token without any of these characters adds nothing that could (calm_ids).
-UNCALM_RE = re.compile(r"[%{<$#:/.]")
+# whose "://" or "www." is in that text: after a text with none of these every span reads as itself, which spares the
+# grammar's scan on most steps (SWALLOWING_RE: one search instead of seven).
+SWALLOWING = (*PLACEHOLDER_MARKS, "://", "www.")
+SWALLOWING_RE = re.compile("|".join(map(re.escape, SWALLOWING)))
+# A token none of whose characters is one of these adds nothing that could complete one of SWALLOWING ("w" alone does
+# not make "www.": its "." does) (calm_ids): "%{<$#:/.".
+UNCALM_RE = re.compile("[" + re.escape("".join(sorted({c for s in SWALLOWING for c in s if not c.isalpha()}))) + "]")
 
 _STRAY_MARKS = "%{}<>"  # what a format call or markup reads as the start or end of a placeholder
 

@@ -7,8 +7,9 @@ in the docstring of `hf_pgen.protection_pointer_generator`, the encode half.
   occurrences (`scan`, `advance`), what a pending tail allows (`tail_rules`), the budget (`budget_rule`), stray marks
   (`stray_starts`, `calm_bans`) and invented placeholders (`inventing`).
 - The grammar read on the free text before a span (*Neighbours*): `_live_heads` (where a placeholder may have begun),
-  `_completes`, `_glued` (a glossary term glued to the word before it), `SWALLOWING_RE` (a text after which every span
-  reads as itself).
+  `_completes`, `_glued` (a glossary term glued to the word before it); the grammar's own facts (where a placeholder
+  may begin: `PLACEHOLDER_MARKS`, `URL_PREFIXES`) come from `placeholders.py`, and `SWALLOWING_RE` (a text after
+  which every span reads as itself) from `protection_pointer_generator.py`.
 
 This file is saved next to the model as remote code: it imports only the standard library and its hf_pgen siblings
 (relative imports).
@@ -22,23 +23,15 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .placeholders import PERCENT_PREFIX, placeholder_spans
-from .protection_pointer_generator import UNCALM_RE
+from .placeholders import PERCENT_PREFIX, URL_PREFIXES, placeholder_spans
+from .protection_pointer_generator import SWALLOWING_RE, UNCALM_RE
 
 __all__: list[str] = []  # used by logits_process_pointer_generator; nothing here is public API
 
 
-# A placeholder that begins in a text and runs on into a span placed after it begins with one of "%{<$#", or is a URL
-# whose "://" or "www." is in that text (no placeholder starts with the rest of one): after a text with none of these
-# every span reads as itself, which spares the grammar's scan on most steps.
-SWALLOWING = ("%", "{", "<", "$", "#", "://", "www.")
-SWALLOWING_RE = re.compile("|".join(map(re.escape, SWALLOWING)))  # one search instead of seven
-
-
-_URL_START = re.compile(r"(?:https?|ftp)://|www\.")
-_URL_PREFIXES = ("https://", "http://", "ftp://", "www.")
+_URL_START = re.compile("|".join(map(re.escape, URL_PREFIXES)))
 _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
-_SCHEME_STARTS = frozenset(prefix[:k] for prefix in _URL_PREFIXES for k in range(1, len(prefix)))  # "h" ... "https:/"
+_SCHEME_STARTS = frozenset(prefix[:k] for prefix in URL_PREFIXES for k in range(1, len(prefix)))  # "h" ... "https:/"
 # A Python named field's name, open or closed, made only of characters that begin no placeholder of the grammar: the
 # grammar reads any such name alike (`[^()\s]+`), and no other placeholder starts inside it.
 _NAMED_HEAD = re.compile(r"^%\([\w.\-]+(?=\)|$)")

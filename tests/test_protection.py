@@ -698,8 +698,7 @@ def test_tokens_that_must_not_follow_a_placeholder_are_the_grammars(tokenizer):
 def test_a_text_without_marks_never_swallows_a_placeholder(tokenizer):
     """The shortcut of the neighbour rule: after a text holding none of "%{<$#", "://", "www.", every placeholder
     reads as itself (the grammar is asked only after the others)."""
-    from hf_pgen.protection_pointer_generator import VocabularyIndex
-    from hf_pgen.protection_rules_pointer_generator import SWALLOWING
+    from hf_pgen.protection_pointer_generator import SWALLOWING, VocabularyIndex
 
     rng = random.Random(1)
     pieces = [t for t in VocabularyIndex(tokenizer).context_texts if t and not any(m in t for m in SWALLOWING)]
