@@ -286,11 +286,12 @@ def novel_ngram_share(sources: Sequence[str], predictions: Sequence[str], n: int
     return novel / total if total else math.nan
 
 
+@renamed_keywords(oov_words_per_example="oov_words")
 def summarization_metrics(
     sources: Sequence[str] | None,
     predictions: Sequence[str],
     references: Sequence[str],
-    oov_words_per_example: Sequence[Sequence[str] | None] | None = None,
+    oov_words: Sequence[Sequence[str] | None] | None = None,
 ) -> dict[str, float]:
     """How hf_pgen scores summaries (`build_compute_metrics(..., metrics=summarization_metrics)`): ROUGE-1/2/L/Lsum
     (x 100), the share of outputs repeating a bigram, and, with `sources`, names kept and the shares of novel
@@ -301,8 +302,8 @@ def summarization_metrics(
         results["names_kept"] = names_kept(sources, predictions, references)
         results["novel_unigrams"] = novel_ngram_share(sources, predictions, 1)
         results["novel_bigrams"] = novel_ngram_share(sources, predictions, 2)
-    if oov_words_per_example is not None:
-        results["oov_copy_rate"] = oov_copy_rate(oov_words_per_example, references, predictions)
+    if oov_words is not None:
+        results["oov_copy_rate"] = oov_copy_rate(oov_words, references, predictions)
     return results
 
 

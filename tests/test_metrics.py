@@ -15,6 +15,7 @@ from hf_pgen.metrics import (
     oov_copy_rate,
     placeholder_preservation,
     placeholders_preserved,
+    summarization_metrics,
     translation_metrics,
 )
 from hf_pgen.placeholders import PERCENT_PREFIX, PLACEHOLDER_PATTERN, PLACEHOLDER_STARTS, placeholder_spans
@@ -207,6 +208,19 @@ def test_oov_copy_rate_takes_the_keyword_of_earlier_versions_with_a_warning():
     with pytest.warns(FutureWarning, match="translation_metrics"):
         scores = translation_metrics(None, predictions, references, oov_words_per_example=words)
     assert scores["oov_copy_rate"] == 1.0
+
+
+def test_summarization_metrics_with_an_oov_table_and_the_keyword_of_translation_metrics():
+    """summarization_metrics takes the OOV tables as `oov_words`, as translation_metrics does (the old keyword warns)."""
+    sources = ["Ada Lovelace wrote the first program for the Analytical Engine in 1843."]
+    predictions, references = ["Ada Lovelace wrote a program in 1843."], ["A program by Lovelace, 1843."]
+    words = [["Lovelace"]]
+    scores = summarization_metrics(sources, predictions, references, oov_words=words)
+    assert scores["oov_copy_rate"] == 1.0 and scores["names_kept"] == 1.0  # "Lovelace" and "1843", both kept
+    assert summarization_metrics(sources, ["A program."], references)["names_kept"] == 0.0
+    assert 0 < scores["rougeL"] < 100 and scores["bigram_repeats"] == 0.0
+    with pytest.warns(FutureWarning, match="summarization_metrics"):
+        assert summarization_metrics(sources, predictions, references, oov_words_per_example=words) == scores
 
 
 def test_bleu_and_chrf():
