@@ -233,6 +233,12 @@ def _without_installed_pipelines(custom_pipelines: dict | None) -> dict | None:
     }
 
 
+def without_peft(model):
+    """The model a PEFT wrapper holds (`PeftModel.get_base_model()`), or `model` itself when it is not one."""
+    get_base_model = getattr(model, "get_base_model", None)
+    return get_base_model() if callable(get_base_model) else model
+
+
 def is_pointer_generator(model_or_config) -> bool:
     """Whether `model_or_config` has the copy head: a `PointerGeneratorConfig`, a model whose config is one, or a
     PEFT model around such a model. A plain base (BART, Marian, ...) gives False.
@@ -249,10 +255,7 @@ def is_pointer_generator(model_or_config) -> bool:
     >>> is_pointer_generator(base), is_pointer_generator(base.config)
     (False, False)
     """
-    get_base_model = getattr(model_or_config, "get_base_model", None)  # PEFT
-    if callable(get_base_model):
-        model_or_config = get_base_model()
-    config = getattr(model_or_config, "config", model_or_config)
+    config = getattr(without_peft(model_or_config), "config", model_or_config)
     return getattr(config, "model_type", None) == PointerGeneratorConfig.model_type
 
 

@@ -38,7 +38,7 @@ from transformers import Seq2SeqTrainer
 from transformers.trainer_utils import EvalLoopOutput, EvalPrediction, has_length
 from transformers.utils import logging
 
-from .configuration_pointer_generator import is_pointer_generator
+from .configuration_pointer_generator import is_pointer_generator, without_peft
 from .logits_process_pointer_generator import protection_processors
 from .processing_pointer_generator import PointerGeneratorProcessor
 from .protection_pointer_generator import PROTECTED_SPANS_KEY, check_protect
@@ -241,7 +241,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             inputs,
             self.word_dropout,
             unk_token_id=tokenizer.unk_token_id,
-            vocab_size=_unwrap(self.accelerator.unwrap_model(model)).config.vocab_size,
+            vocab_size=without_peft(self.accelerator.unwrap_model(model)).config.vocab_size,
             special_ids=tokenizer.all_special_ids,
             target_probability=self.target_word_dropout,
         )
@@ -257,7 +257,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
         if not self.label_smoothing:
             yield
             return
-        config = _unwrap(self.accelerator.unwrap_model(model)).config
+        config = without_peft(self.accelerator.unwrap_model(model)).config
         previous = getattr(config, "label_smoothing", 0.0)
         config.label_smoothing = self.label_smoothing
         try:
@@ -334,7 +334,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
             self._gathered_indices.append(gathered.cpu().numpy())
         if copy_head and predictions is not None and not self.args.predict_with_generate:
             # Without labels the model returns V + N wide logits; pad them to the width it pads labelled batches to.
-            predictions = _pad_to_evaluation_width(_unwrap(self.model), predictions)
+            predictions = _pad_to_evaluation_width(without_peft(self.model), predictions)
         return loss, predictions, labels
 
     def evaluation_loop(
@@ -386,7 +386,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                     for i in indices.tolist()
                 ]
             )
-        model = _unwrap(self.model)
+        model = without_peft(self.model)
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         processor = self.__dict__.get("_protection_processor")
         if processor is None:  # one per trainer: it caches what it learns about the vocabulary
@@ -556,7 +556,7 @@ class PointerGeneratorSeq2SeqTrainer(Seq2SeqTrainer):
                     results = {k: v for k, v in entry.items() if k.startswith("eval_")}
         task = tasks[0] if isinstance(tasks, (list, tuple)) and tasks else tasks
         card = render_model_card(
-            _unwrap(self.model),
+            without_peft(self.model),
             base_model=finetuned_from,
             tokenizer=self.processing_class,
             results=results or None,
@@ -725,15 +725,10 @@ class _ExampleIndexCollator:
         return getattr(self.data_collator, name)
 
 
-def _unwrap(model):
-    get_base_model = getattr(model, "get_base_model", None)  # PEFT
-    return get_base_model() if callable(get_base_model) else model
-
-
 def _check_accepts_label_smoothing(model) -> None:
-    if not hasattr(_unwrap(model).config, "label_smoothing"):
+    if not hasattr(without_peft(model).config, "label_smoothing"):
         raise ValueError(
-            f"label_smoothing_factor > 0, but this {type(_unwrap(model)).__name__} has no support-aware label "
+            f"label_smoothing_factor > 0, but this {type(without_peft(model)).__name__} has no support-aware label "
             "smoothing of its own (its config has no `label_smoothing`), and the stock LabelSmoother gives an "
             "infinite loss on pointer-generator logits. Upgrade hf_pgen (and re-save the model), or set "
             "label_smoothing_factor=0."
@@ -741,7 +736,7 @@ def _check_accepts_label_smoothing(model) -> None:
 
 
 def _model_vocab_size(model) -> int | None:
-    return getattr(getattr(_unwrap(model), "config", None), "vocab_size", None)
+    return getattr(getattr(without_peft(model), "config", None), "vocab_size", None)
 
 
 def _pad_to_evaluation_width(model, logits):
