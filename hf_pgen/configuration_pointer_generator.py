@@ -255,7 +255,8 @@ def is_pointer_generator(model_or_config) -> bool:
     >>> is_pointer_generator(base), is_pointer_generator(base.config)
     (False, False)
     """
-    config = getattr(without_peft(model_or_config), "config", model_or_config)
+    unwrapped = without_peft(model_or_config)
+    config = getattr(unwrapped, "config", unwrapped)
     return getattr(config, "model_type", None) == PointerGeneratorConfig.model_type
 
 

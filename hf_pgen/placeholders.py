@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PLACEHOLDER_PATTERN", "PLACEHOLDER_STARTS", "extract_placeholders", "placeholder_spans"]  # (and the
-# grammar facts PLACEHOLDER_MARKS, URL_PREFIXES, PERCENT_PREFIX, placeholder_end_at_start for protection)
+# Protection also reads the grammar's facts PLACEHOLDER_MARKS, URL_PREFIXES, PERCENT_PREFIX and placeholder_end_at_start.
+__all__ = ["PLACEHOLDER_PATTERN", "PLACEHOLDER_STARTS", "extract_placeholders", "placeholder_spans"]
 
 _ICU_SIMPLE_TYPES = r"(?:number|integer|date|time|datetime|spellout|ordinal|duration)"
 _ICU_COMPLEX_TYPES = r"(?:plural|selectordinal|select|choice)"
