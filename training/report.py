@@ -538,9 +538,9 @@ README_COLUMNS = (
     ("unseen_kept", "unseen terms kept"),
 )
 README_NOTES = (
-    "The no-copy Transformer has the settings the low-resource sweep chose ([tuning](docs/main-job/tuning.md)); in "
-    "this budget it barely learns to read its source ([why](docs/main-job/README.md#what-it-shows)). *Unseen terms "
-    "kept*: of the words unseen in training that the reference keeps, the share the output keeps.",
+    "The no-copy Transformer has the low-resource sweep's settings ([tuning](docs/main-job/tuning.md)); at this "
+    "budget it reads little of its source ([why](docs/main-job/README.md#what-it-shows)). *Unseen terms kept*: of "
+    "the unseen words the reference keeps, the share the output keeps.",
 )
 
 
