@@ -36,8 +36,8 @@ _UNDECIDED = object()  # a row not decided yet this step (a decision may be None
 class ProtectedSpansLogitsProcessor(LogitsProcessor):
     r"""
     Makes every protected span of each example appear in its generated ids exactly as often as in its source (rules
-    in `hf_pgen.protection_pointer_generator`'s docstring). Built by `generate()` from the batch key `protected_spans`; usable with any
-    encoder-decoder's `generate(logits_processor=LogitsProcessorList([...]))`.
+    in `hf_pgen.protection_pointer_generator`'s docstring). Built by `generate()` from the batch key
+    `protected_spans`; usable with any encoder-decoder's `generate(logits_processor=LogitsProcessorList([...]))`.
 
     Args:
         protected_spans (`list[dict]`):
@@ -104,8 +104,8 @@ class ProtectedSpansLogitsProcessor(LogitsProcessor):
         self._ceilings: dict[tuple, torch.Tensor | None] = {}  # see _ceiling
         self._ceilings_for: tuple | None = None  # (width, dtype, device) of the scores they were built for
         self._buffer: torch.Tensor | None = None  # (rows, V): this step's ceilings
-        # head text -> ids completing a placeholder begun there (see ExampleRules.inventing): the vocabulary index's when
-        # the entries have one (it lives as long as the processor that encoded them), else one per processor
+        # head text -> ids completing a placeholder begun there (see ExampleRules.inventing): the vocabulary index's
+        # when the entries have one (it lives as long as the processor that encoded them), else one per processor
         self._inventions: dict[str, list[int]] = next(
             (entry["vocabulary"].inventions for entry in protected_spans if entry and entry.get("vocabulary")), {}
         )

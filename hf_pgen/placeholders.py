@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-# Protection also reads the grammar's facts PLACEHOLDER_MARKS, URL_PREFIXES, PERCENT_PREFIX and placeholder_end_at_start.
+# Protection also reads the grammar's facts PLACEHOLDER_MARKS, URL_PREFIXES, PERCENT_PREFIX, placeholder_end_at_start.
 __all__ = ["PLACEHOLDER_PATTERN", "PLACEHOLDER_STARTS", "extract_placeholders", "placeholder_spans"]
 
 _ICU_SIMPLE_TYPES = r"(?:number|integer|date|time|datetime|spellout|ordinal|duration)"

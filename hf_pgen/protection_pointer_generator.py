@@ -83,8 +83,8 @@ The rules, per hypothesis, from its generated ids `g` (the decoder prompt includ
   since the last span (`{` `foo` + `}`, `%(` `n` + `)s`, `ht` + `tps://x`), or begun in the 256 tokens before the last
   span and still open across it (`<b class="` + span `%s` + `">`, which reads the span as part of a tag): outside
   its spans the decoded text holds no placeholder at all, however many tokens one runs over. The heads where one may
-  have begun are few (`protection_rules_pointer_generator._live_heads`: the grammar rules most out), and the tokens that complete each are looked up
-  once per head text.
+  have begun are few (`protection_rules_pointer_generator._live_heads`: the grammar rules most out), and the tokens
+  that complete each are looked up once per head text.
   With a regex, literals or `"oov"`, an example without spans is left alone entirely.
 - *Stray marks* (`protect="placeholders"`): a token (or copy) whose text holds one of "%{}<>" that the source holds
   nowhere outside its placeholders is forbidden, except as a token of a span that remains (one that starts it

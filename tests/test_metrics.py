@@ -211,7 +211,7 @@ def test_oov_copy_rate_takes_the_keyword_of_earlier_versions_with_a_warning():
 
 
 def test_summarization_metrics_with_an_oov_table_and_the_keyword_of_translation_metrics():
-    """summarization_metrics takes the OOV tables as `oov_words`, as translation_metrics does (the old keyword warns)."""
+    """summarization_metrics takes OOV tables as `oov_words`, as translation_metrics does (old keyword: a warning)."""
     sources = ["Ada Lovelace wrote the first program for the Analytical Engine in 1843."]
     predictions, references = ["Ada Lovelace wrote a program in 1843."], ["A program by Lovelace, 1843."]
     words = [["Lovelace"]]
